@@ -1,0 +1,94 @@
+#include "authsvc/auth_service.h"
+
+#include "authsvc/host_answer.h"
+#include "common/log.h"
+#include "nlohmann/json.hpp"
+
+namespace relay::authsvc {
+namespace {
+
+using relay::v1::Verdict;
+
+Verdict ToVerdict(HostAnswer::Kind kind) {
+  switch (kind) {
+    case HostAnswer::Kind::kOk:
+      return relay::v1::VERDICT_OK;
+    case HostAnswer::Kind::kInvalid:
+      return relay::v1::VERDICT_INVALID;
+    case HostAnswer::Kind::kLockedOut:
+      return relay::v1::VERDICT_LOCKED_OUT;
+  }
+  return relay::v1::VERDICT_INVALID;
+}
+
+// The only place where an upstream failure becomes a gRPC status.
+grpc::Status UpstreamFailure(const absl::Status& status) {
+  common::LogWarn("host API unavailable", {{"error", status.message()}});
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "the account service (host API) could not be reached");
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* context,
+                                                   const relay::v1::VerifyTokenRequest* request,
+                                                   relay::v1::VerifyTokenResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  if (request->token().empty()) {
+    response->set_verdict(relay::v1::VERDICT_INVALID);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  nlohmann::json body = {{"token", request->token()}, {"address", request->address()}};
+  host_api_.Post("agent/verify", body.dump(), [reactor, response](absl::StatusOr<HostReply> reply) {
+    auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
+    if (!answer.ok()) {
+      reactor->Finish(UpstreamFailure(answer.status()));
+      return;
+    }
+    response->set_verdict(ToVerdict(answer->kind));
+    response->set_user(answer->user);
+    response->set_role(answer->role);
+    response->set_retry_after_seconds(answer->retry_after_seconds);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext* context,
+                                                    const relay::v1::RedeemTicketRequest* request,
+                                                    relay::v1::RedeemTicketResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  if (request->ticket().empty()) {
+    response->set_verdict(relay::v1::VERDICT_INVALID);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  nlohmann::json body = {{"ticket", request->ticket()}};
+  host_api_.Post("agent/redeem", body.dump(), [reactor, response](absl::StatusOr<HostReply> reply) {
+    auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
+    if (!answer.ok()) {
+      reactor->Finish(UpstreamFailure(answer.status()));
+      return;
+    }
+    // A ticket is never locked out; anything but OK is simply invalid.
+    bool ok = answer->kind == HostAnswer::Kind::kOk;
+    response->set_verdict(ok ? relay::v1::VERDICT_OK : relay::v1::VERDICT_INVALID);
+    response->set_user(answer->user);
+    response->set_role(answer->role);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* context,
+                                              const relay::v1::ForgetRequest* request,
+                                              relay::v1::ForgetResponse* response) {
+  // Nothing is cached yet, so nothing to drop.
+  response->set_dropped(0);
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace relay::authsvc

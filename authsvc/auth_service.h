@@ -1,0 +1,29 @@
+#pragma once
+
+#include "authsvc/host_api_client.h"
+#include "relay/v1/auth.grpc.pb.h"
+
+namespace relay::authsvc {
+
+// The Auth gRPC service. Runs on gRPC's callback threads; every reaction only
+// starts an upstream request and returns, the answer finishes the RPC from the
+// host API client's thread.
+class AuthService final : public relay::v1::Auth::CallbackService {
+ public:
+  explicit AuthService(HostApi& host_api) : host_api_(host_api) {}
+
+  grpc::ServerUnaryReactor* VerifyToken(grpc::CallbackServerContext* context,
+                                        const relay::v1::VerifyTokenRequest* request,
+                                        relay::v1::VerifyTokenResponse* response) override;
+  grpc::ServerUnaryReactor* RedeemTicket(grpc::CallbackServerContext* context,
+                                         const relay::v1::RedeemTicketRequest* request,
+                                         relay::v1::RedeemTicketResponse* response) override;
+  grpc::ServerUnaryReactor* Forget(grpc::CallbackServerContext* context,
+                                   const relay::v1::ForgetRequest* request,
+                                   relay::v1::ForgetResponse* response) override;
+
+ private:
+  HostApi& host_api_;
+};
+
+}  // namespace relay::authsvc

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "authsvc/host_api_client.h"
+
+namespace relay::authsvc {
+
+// What the host API said about a token or ticket.
+struct HostAnswer {
+  enum class Kind { kOk, kInvalid, kLockedOut };
+  Kind kind = Kind::kInvalid;
+  std::string user;
+  std::string role;
+  uint32_t retry_after_seconds = 0;
+};
+
+// Interprets an HTTP reply of agent/verify or agent/redeem. 200/401/429 are
+// answers; anything else (404 for a wrong relay key, 5xx, junk) means the
+// host API could not be asked properly: UNAVAILABLE, never "invalid".
+absl::StatusOr<HostAnswer> InterpretHostReply(const HostReply& reply);
+
+}  // namespace relay::authsvc

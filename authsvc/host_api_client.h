@@ -1,0 +1,46 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace relay::authsvc {
+
+// One HTTP answer of the host API, as far as authsvc cares.
+struct HostReply {
+  int status = 0;
+  std::string body;
+  std::string retry_after;  // the Retry-After header, when present
+};
+
+// POSTs JSON to the host API's relay routes with the relay key.
+// Thread-safe; callbacks run on the client's io_context thread and must not block.
+class HostApi {
+ public:
+  using Callback = std::function<void(absl::StatusOr<HostReply>)>;
+  virtual ~HostApi() = default;
+  // route: "agent/verify" or "agent/redeem". An error status means no HTTP
+  // answer came within the timeout (connection refused, reset, hung).
+  virtual void Post(std::string route, std::string json_body, Callback done) = 0;
+};
+
+struct HostApiOptions {
+  std::string api_base;  // http://host:port/path, route appended as ?r=ROUTE
+  std::string relay_key;
+  absl::Duration timeout = absl::Seconds(2);
+  int max_connections = 16;
+};
+
+// The Boost.Beast implementation: a keep-alive connection pool with bounded
+// concurrency; requests beyond max_connections wait in a queue.
+absl::StatusOr<std::unique_ptr<HostApi>> NewHostApiClient(boost::asio::io_context& io,
+                                                          HostApiOptions options);
+
+}  // namespace relay::authsvc

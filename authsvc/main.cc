@@ -1,0 +1,63 @@
+// relay-authsvc: the Auth gRPC service in front of the host API.
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+#include "authsvc/auth_service.h"
+#include "authsvc/host_api_client.h"
+#include "common/flags.h"
+#include "common/grpc_server.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "common/secret_file.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:7002", "address:port to serve gRPC on");
+ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
+ABSL_FLAG(std::string, api_base, "http://127.0.0.1:8000/api/index.php",
+          "the host API's base URL; routes are appended as ?r=ROUTE");
+ABSL_FLAG(std::string, relay_key_file, "", "file holding the relay key");
+ABSL_FLAG(absl::Duration, verify_ttl, absl::Seconds(5), "how long a yes is cached (0: off)");
+ABSL_FLAG(absl::Duration, negative_ttl, absl::Seconds(5), "how long a 401 is cached (0: off)");
+ABSL_FLAG(absl::Duration, upstream_timeout, absl::Seconds(2), "host API request timeout");
+
+int main(int argc, char** argv) {
+  using namespace relay;
+  common::BlockStopSignals();
+  common::SetLogService("authsvc");
+  common::ParseFlagsWithEnv(argc, argv);
+
+  auto key = common::ReadSecretFile(absl::GetFlag(FLAGS_relay_key_file));
+  if (!key.ok()) {
+    common::Fatal("relay key unavailable", {{"error", key.status().message()}});
+  }
+  boost::asio::io_context io(1);
+  auto work = boost::asio::make_work_guard(io);
+  authsvc::HostApiOptions options;
+  options.api_base = absl::GetFlag(FLAGS_api_base);
+  options.relay_key = *std::move(key);
+  options.timeout = absl::GetFlag(FLAGS_upstream_timeout);
+  auto host_api = authsvc::NewHostApiClient(io, std::move(options));
+  if (!host_api.ok()) {
+    common::Fatal("bad --api_base", {{"error", host_api.status().message()}});
+  }
+  std::thread io_thread([&io] { io.run(); });
+
+  authsvc::AuthService service(**host_api);
+  auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service});
+  if (!server.ok()) {
+    common::Fatal(server.status().message());
+  }
+  common::LogListening(absl::GetFlag(FLAGS_listen), server->port);
+
+  common::WaitForStopSignal();
+  common::LogInfo("stopping");
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  work.reset();
+  io.stop();
+  io_thread.join();
+  return 0;
+}

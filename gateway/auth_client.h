@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace relay::gateway {
+
+// What authsvc said about a bearer token or a tab's ticket.
+struct AuthVerdict {
+  enum class Kind { kOk, kInvalid, kLockedOut, kUnavailable };
+  Kind kind = Kind::kUnavailable;
+  std::string user;
+  std::string role;
+  uint32_t retry_after_seconds = 0;
+};
+
+// The gateway's view of authsvc. Implementations are thread-safe; callbacks
+// run on an arbitrary thread (a gRPC callback thread) and must only post work
+// to the caller's executor.
+class AuthClient {
+ public:
+  using Callback = std::function<void(AuthVerdict)>;
+  virtual ~AuthClient() = default;
+
+  // address is the agent's address, for the host API's brake.
+  virtual void VerifyToken(std::string token, std::string address, Callback done) = 0;
+  virtual void RedeemTicket(std::string ticket, Callback done) = 0;
+};
+
+}  // namespace relay::gateway

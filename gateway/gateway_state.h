@@ -1,0 +1,45 @@
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "gateway/auth_client.h"
+#include "gateway/mcp_dispatcher.h"
+#include "gateway/router_client.h"
+
+namespace relay::gateway {
+
+class TabRegistry;
+
+struct GatewayOptions {
+  std::string mcp_path = "/mcp";
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;
+  size_t max_body_bytes = 4 * 1024 * 1024;
+  size_t max_tab_message_bytes = 16 * 1024 * 1024;
+  absl::Duration hello_timeout = absl::Seconds(10);
+  // Pings every idle_timeout/2; a tab silent for idle_timeout is dropped: two
+  // missed pings at 25 s.
+  absl::Duration tab_idle_timeout = absl::Seconds(50);
+};
+
+// What every session of the gateway shares (Beast's "shared_state"). Built in
+// main, outlives every session. All members are thread-safe.
+struct GatewayState {
+  GatewayOptions options;
+  std::string gateway_id;
+  AuthClient* auth = nullptr;
+  RouterClient* router = nullptr;
+  TabRegistry* tabs = nullptr;
+  const McpDispatcher* dispatcher = nullptr;
+
+  bool IsAllowedOrigin(absl::string_view origin) const;
+  // Host header check (DNS-rebinding protection): loopback names or the
+  // configured public host names, with any port.
+  bool IsAllowedHost(absl::string_view host) const;
+};
+
+}  // namespace relay::gateway

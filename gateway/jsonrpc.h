@@ -1,0 +1,58 @@
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "nlohmann/json.hpp"
+
+namespace relay::gateway {
+
+// JSON-RPC 2.0 error codes used by the relay.
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kNoTab = -32002;  // MCP-SURFACE.md: forwarded method, no tab
+
+// One decoded JSON-RPC message. For requests and responses id is a string or
+// a number (0 included); for notifications it is null.
+struct RpcMessage {
+  enum class Kind { kRequest, kNotification, kResponse };
+  Kind kind = Kind::kRequest;
+  nlohmann::json id;
+  std::string method;
+  nlohmann::json params;  // object, array or null (absent)
+  bool is_error = false;  // responses: true when "error", false when "result"
+  nlohmann::json payload; // responses: the "result" or "error" member
+};
+
+// Why a text is not a usable JSON-RPC message, ready to be answered.
+struct RpcFailure {
+  int code = kInvalidRequest;
+  std::string message;
+  nlohmann::json id;  // the request's id when it could be read, else null
+};
+
+// Decodes one message (not a batch). Never throws: malformed JSON gives
+// kParseError, a well-formed non-message kInvalidRequest.
+std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text);
+
+// Decodes an already parsed value as one message (used for batch items too).
+std::variant<RpcMessage, RpcFailure> DecodeValue(nlohmann::json value);
+
+// Encoders. Raw arguments are JSON texts spliced in as they are, which is how
+// the relay passes a tab's answer on without parsing it again.
+std::string EncodeResult(const nlohmann::json& id, absl::string_view raw_result);
+std::string EncodeRawError(const nlohmann::json& id, absl::string_view raw_error);
+std::string EncodeError(const nlohmann::json& id, int code, absl::string_view message);
+std::string EncodeRequest(uint64_t id, absl::string_view method, absl::string_view raw_params);
+std::string EncodeNotification(absl::string_view method, const nlohmann::json& params);
+
+// dump() that never throws on invalid UTF-8 from a peer.
+std::string DumpJson(const nlohmann::json& value);
+
+}  // namespace relay::gateway

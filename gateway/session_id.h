@@ -1,0 +1,31 @@
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace relay::gateway {
+
+// Self-certifying Mcp-Session-Id values: "v1.<account>.<nonce>.<mac>", each
+// part base64url, the MAC an HMAC-SHA256 over the rest under a secret shared
+// by all gateways. Any gateway verifies an id without asking anyone, and the
+// id keeps working across restarts of every part. Visible ASCII only.
+class SessionIdSigner {
+ public:
+  explicit SessionIdSigner(std::string secret) : secret_(std::move(secret)) {}
+
+  std::string Issue(absl::string_view account) const;
+
+  // The account the id was issued to, or NotFound for anything forged,
+  // truncated or malformed (the caller answers 404 either way).
+  absl::StatusOr<std::string> Verify(absl::string_view id) const;
+
+ private:
+  std::string Mac(absl::string_view signed_part) const;
+
+  std::string secret_;
+};
+
+}  // namespace relay::gateway

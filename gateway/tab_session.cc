@@ -1,0 +1,372 @@
+#include "absl/strings/string_view.h"
+#include "gateway/tab_session.h"
+
+#include <boost/asio/post.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "gateway/jsonrpc.h"
+#include "gateway/tab_registry.h"
+
+namespace relay::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+
+namespace {
+
+// Close codes of TAB-PROTOCOL.md.
+constexpr uint16_t kCloseBadFirstMessage = 4400;
+constexpr uint16_t kCloseBadTicket = 4401;
+constexpr uint16_t kCloseHelloTimeout = 4408;
+constexpr uint16_t kCloseDisplaced = 4409;
+constexpr uint16_t kCloseTooBig = 4413;
+constexpr uint16_t kCloseTryLater = 1013;
+
+constexpr size_t kReadChunk = 64 * 1024;
+
+}  // namespace
+
+TabSession::TabSession(beast::tcp_stream&& stream, GatewayState& state)
+    : ws_(std::move(stream)), state_(state), hello_timer_(ws_.get_executor()) {}
+
+void TabSession::Run(http::request<http::string_body> upgrade) {
+  // Timeouts move from the TCP stream to the WebSocket's own (with pings).
+  beast::get_lowest_layer(ws_).expires_never();
+  websocket::stream_base::timeout timeout;
+  timeout.handshake_timeout = std::chrono::seconds(10);
+  timeout.idle_timeout = absl::ToChronoSeconds(state_.options.tab_idle_timeout);
+  timeout.keep_alive_pings = true;
+  ws_.set_option(timeout);
+  ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
+    res.set(http::field::server, "mcp-tab-relay");
+  }));
+  // Messages are read in chunks and measured by us, so that an oversized one
+  // is closed with 4413 rather than Beast's 1009.
+  ws_.read_message_max(0);
+  ws_.async_accept(upgrade, beast::bind_front_handler(&TabSession::OnAccept, shared_from_this()));
+}
+
+void TabSession::OnAccept(beast::error_code ec) {
+  if (ec) {
+    return;
+  }
+  hello_timer_.expires_after(absl::ToChronoMilliseconds(state_.options.hello_timeout));
+  hello_timer_.async_wait(
+      beast::bind_front_handler(&TabSession::OnHelloTimeout, shared_from_this()));
+  DoRead();
+}
+
+void TabSession::OnHelloTimeout(beast::error_code ec) {
+  if (ec || phase_ == State::kLive || phase_ == State::kClosing) {
+    return;
+  }
+  if (phase_ == State::kAnnouncing) {
+    // The ticket was good but the router did not take the tab in time.
+    CloseWith(kCloseTryLater, "relay not ready, reconnect");
+    return;
+  }
+  CloseWith(kCloseHelloTimeout, "no relay/hello within 10 s");
+}
+
+void TabSession::DoRead() {
+  ws_.async_read_some(buffer_.prepare(kReadChunk),
+                      beast::bind_front_handler(&TabSession::OnRead, shared_from_this()));
+}
+
+void TabSession::OnRead(beast::error_code ec, size_t bytes) {
+  if (ec) {
+    Cleanup();
+    return;
+  }
+  buffer_.commit(bytes);
+  if (buffer_.size() > state_.options.max_tab_message_bytes) {
+    buffer_.consume(buffer_.size());
+    CloseWith(kCloseTooBig, "message too big");
+    return;
+  }
+  if (ws_.is_message_done()) {
+    if (!ws_.got_text()) {
+      CloseWith(kCloseBadFirstMessage, "binary messages are not supported");
+      return;
+    }
+    std::string text = beast::buffers_to_string(buffer_.data());
+    buffer_.consume(buffer_.size());
+    HandleMessage(text);
+  }
+  if (phase_ != State::kClosing) {
+    DoRead();
+  }
+}
+
+void TabSession::HandleMessage(absl::string_view text) {
+  switch (phase_) {
+    case State::kAwaitingHello:
+      HandleHello(text);
+      break;
+    case State::kLive:
+      HandleLive(text);
+      break;
+    case State::kRedeeming:
+    case State::kAnnouncing:
+    case State::kClosing:
+      // Nothing may be sent before the hello is answered; such messages are
+      // dropped rather than queued.
+      break;
+  }
+}
+
+void TabSession::HandleHello(absl::string_view text) {
+  auto decoded = DecodeMessage(text);
+  auto* message = std::get_if<RpcMessage>(&decoded);
+  const nlohmann::json* ticket = nullptr;
+  if (message != nullptr && message->kind == RpcMessage::Kind::kRequest &&
+      message->method == "relay/hello" && message->params.is_object()) {
+    auto it = message->params.find("ticket");
+    if (it != message->params.end() && it->is_string()) {
+      ticket = &*it;
+    }
+  }
+  if (ticket == nullptr) {
+    CloseWith(kCloseBadFirstMessage, "the first message must be relay/hello with a ticket");
+    return;
+  }
+  hello_id_ = DumpJson(message->id);
+  if (auto client = message->params.find("client");
+      client != message->params.end() && client->is_object()) {
+    auto name = client->find("name");
+    auto version = client->find("version");
+    if (name != client->end() && name->is_string()) {
+      announcement_.client_name = name->get<std::string>();
+    }
+    if (version != client->end() && version->is_string()) {
+      announcement_.client_version = version->get<std::string>();
+    }
+  }
+  phase_ = State::kRedeeming;
+  state_.auth->RedeemTicket(
+      ticket->get<std::string>(), [self = shared_from_this()](AuthVerdict verdict) {
+        asio::post(self->ws_.get_executor(),
+                   [self, verdict = std::move(verdict)]() mutable {
+                     self->OnRedeemed(std::move(verdict));
+                   });
+      });
+}
+
+void TabSession::OnRedeemed(AuthVerdict verdict) {
+  if (phase_ != State::kRedeeming) {
+    return;
+  }
+  nlohmann::json id = nlohmann::json::parse(hello_id_, nullptr, false);
+  switch (verdict.kind) {
+    case AuthVerdict::Kind::kOk:
+      break;
+    case AuthVerdict::Kind::kInvalid:
+    case AuthVerdict::Kind::kLockedOut:
+      Send(EncodeError(id, -32001, "invalid ticket"));
+      CloseWith(kCloseBadTicket, "invalid ticket");
+      return;
+    case AuthVerdict::Kind::kUnavailable:
+      Send(EncodeError(id, kInternalError,
+                       "the account service could not be reached; reconnect with a new ticket"));
+      CloseWith(kCloseTryLater, "account service unavailable");
+      return;
+  }
+  phase_ = State::kAnnouncing;
+  announcement_.account = std::move(verdict.user);
+  announcement_.role = std::move(verdict.role);
+  tab_id_ = state_.tabs->Add(weak_from_this());
+  announcement_.tab_id = tab_id_;
+  announced_ = true;
+  state_.router->TabUp(announcement_);
+}
+
+void TabSession::PostAccepted(uint32_t agents) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), agents] {
+    if (self->phase_ != State::kAnnouncing) {
+      return;  // a re-announcement after a router restart
+    }
+    self->phase_ = State::kLive;
+    self->hello_timer_.cancel();
+    nlohmann::json result = {
+        {"protocol", "1"},
+        {"account", self->announcement_.account},
+        {"role", self->announcement_.role},
+        {"tabId", absl::StrCat("t-", self->state_.gateway_id, "-", self->tab_id_)},
+        {"agents", agents},
+    };
+    self->Send(EncodeResult(nlohmann::json::parse(self->hello_id_, nullptr, false),
+                            DumpJson(result)));
+    common::LogInfo("tab connected", {{"tab", self->tab_id_},
+                                      {"client", self->announcement_.client_name}});
+  });
+}
+
+void TabSession::HandleLive(absl::string_view text) {
+  auto decoded = DecodeMessage(text);
+  if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
+    if (!failure->id.is_null()) {
+      Send(EncodeError(failure->id, failure->code, failure->message));
+    }
+    return;
+  }
+  RpcMessage& message = std::get<RpcMessage>(decoded);
+  switch (message.kind) {
+    case RpcMessage::Kind::kResponse: {
+      if (!message.id.is_number_unsigned()) {
+        return;  // not an id the relay chose
+      }
+      uint64_t call_id = message.id.get<uint64_t>();
+      if (in_flight_.erase(call_id) == 0) {
+        return;  // cancelled meanwhile: the answer is dropped
+      }
+      state_.router->TabReply(announcement_.account, call_id, message.is_error,
+                              DumpJson(message.payload));
+      return;
+    }
+    case RpcMessage::Kind::kRequest:
+      if (message.method == "sampling/createMessage" || message.method == "elicitation/create" ||
+          message.method == "roots/list") {
+        Send(EncodeError(message.id, kInvalidParams,
+                         "no agent call is in progress to send this request to"));
+      } else {
+        Send(EncodeError(message.id, kMethodNotFound,
+                         absl::StrCat("Method not found: ", message.method)));
+      }
+      return;
+    case RpcMessage::Kind::kNotification:
+      return;
+  }
+}
+
+void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), call_id, method = std::move(method),
+                                  params = std::move(params)] {
+    if (self->phase_ != State::kLive) {
+      self->state_.router->TabReply(self->announcement_.account, call_id, /*is_error=*/true,
+                                    R"({"code":-32603,"message":"the editor is disconnecting"})");
+      return;
+    }
+    self->in_flight_.insert(call_id);
+    self->Send(EncodeRequest(call_id, method, params));
+  });
+}
+
+void TabSession::PostCancel(uint64_t call_id, std::string reason) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), call_id, reason = std::move(reason)] {
+    if (self->in_flight_.erase(call_id) == 0 || self->phase_ != State::kLive) {
+      return;
+    }
+    self->Send(EncodeNotification("notifications/cancelled",
+                                  {{"requestId", call_id}, {"reason", reason}}));
+  });
+}
+
+void TabSession::PostDisplace(std::string reason) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+    if (self->phase_ == State::kClosing) {
+      return;
+    }
+    // The router has already moved the account to the newer tab.
+    self->announced_ = false;
+    self->Send(EncodeNotification("relay/displaced", {{"reason", reason}}));
+    self->CloseWith(kCloseDisplaced, "displaced by another tab");
+  });
+}
+
+void TabSession::PostLinkDown(size_t shard) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), shard] {
+    if (self->announced_ && self->state_.router->ShardOf(self->announcement_.account) == shard) {
+      // The router failed these calls toward their agents, or is gone.
+      self->in_flight_.clear();
+    }
+  });
+}
+
+void TabSession::PostReannounce(size_t shard) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), shard] {
+    if (self->announced_ && self->phase_ != State::kClosing &&
+        self->state_.router->ShardOf(self->announcement_.account) == shard) {
+      self->state_.router->TabUp(self->announcement_);
+    }
+  });
+}
+
+void TabSession::PostGoingAway() {
+  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+    self->CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
+  });
+}
+
+void TabSession::Send(std::string text) {
+  if (close_) {
+    return;
+  }
+  outbox_.push_back(std::move(text));
+  if (!writing_) {
+    DoWrite();
+  }
+}
+
+void TabSession::DoWrite() {
+  writing_ = true;
+  ws_.text(true);
+  ws_.async_write(asio::buffer(outbox_.front()),
+                  beast::bind_front_handler(&TabSession::OnWrite, shared_from_this()));
+}
+
+void TabSession::OnWrite(beast::error_code ec, size_t) {
+  writing_ = false;
+  if (ec) {
+    Cleanup();
+    return;
+  }
+  outbox_.pop_front();
+  if (!outbox_.empty()) {
+    DoWrite();
+  } else if (close_ && !close_started_) {
+    close_started_ = true;
+    ws_.async_close(*close_, beast::bind_front_handler(&TabSession::OnClose, shared_from_this()));
+  }
+}
+
+void TabSession::CloseWith(uint16_t code, absl::string_view reason) {
+  if (close_) {
+    return;
+  }
+  phase_ = State::kClosing;
+  hello_timer_.cancel();
+  close_ = websocket::close_reason(static_cast<websocket::close_code>(code),
+                                  beast::string_view(reason.data(), reason.size()));
+  if (!writing_) {
+    close_started_ = true;
+    ws_.async_close(*close_, beast::bind_front_handler(&TabSession::OnClose, shared_from_this()));
+  }
+}
+
+void TabSession::OnClose(beast::error_code) {
+  // The pending read ends with an error next and completes the cleanup; the
+  // closing handshake is bounded by the handshake timeout.
+  Cleanup();
+}
+
+void TabSession::Cleanup() {
+  if (cleaned_up_) {
+    return;
+  }
+  cleaned_up_ = true;
+  phase_ = State::kClosing;
+  hello_timer_.cancel();
+  if (tab_id_ != 0) {
+    state_.tabs->Remove(tab_id_);
+  }
+  if (announced_) {
+    announced_ = false;
+    state_.router->TabDown(announcement_.account, tab_id_);
+    common::LogInfo("tab disconnected", {{"tab", tab_id_}});
+  }
+}
+
+}  // namespace relay::gateway

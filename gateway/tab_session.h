@@ -1,0 +1,78 @@
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "absl/container/flat_hash_set.h"
+#include "gateway/auth_client.h"
+#include "gateway/gateway_state.h"
+#include "gateway/router_client.h"
+
+namespace relay::gateway {
+
+// One browser tab's WebSocket (TAB-PROTOCOL.md). Runs on its own strand: every
+// member is touched only there; other threads call the Post* methods, which
+// post to the strand. Lives as long as its pending operations.
+class TabSession : public std::enable_shared_from_this<TabSession> {
+ public:
+  TabSession(boost::beast::tcp_stream&& stream, GatewayState& state);
+
+  // Completes the upgrade the HTTP session read.
+  void Run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
+
+  void PostAccepted(uint32_t agents);
+  void PostDeliver(uint64_t call_id, std::string method, std::string params);
+  void PostCancel(uint64_t call_id, std::string reason);
+  void PostDisplace(std::string reason);
+  void PostLinkDown(size_t shard);
+  void PostReannounce(size_t shard);
+  // Shutdown: close with 1001 so the tab reconnects elsewhere.
+  void PostGoingAway();
+
+ private:
+  enum class State { kAwaitingHello, kRedeeming, kAnnouncing, kLive, kClosing };
+
+  void OnAccept(boost::beast::error_code ec);
+  void DoRead();
+  void OnRead(boost::beast::error_code ec, size_t bytes);
+  void OnHelloTimeout(boost::beast::error_code ec);
+  void HandleMessage(absl::string_view text);
+  void HandleHello(absl::string_view text);
+  void OnRedeemed(AuthVerdict verdict);
+  void HandleLive(absl::string_view text);
+
+  void Send(std::string text);
+  void DoWrite();
+  void OnWrite(boost::beast::error_code ec, size_t bytes);
+  // Sends what is queued, then closes with code.
+  void CloseWith(uint16_t code, absl::string_view reason);
+  void OnClose(boost::beast::error_code ec);
+  void Cleanup();
+
+  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  GatewayState& state_;
+  boost::asio::steady_timer hello_timer_;
+  boost::beast::flat_buffer buffer_;
+  std::deque<std::string> outbox_;
+  bool writing_ = false;
+  std::optional<boost::beast::websocket::close_reason> close_;
+  bool close_started_ = false;
+  bool cleaned_up_ = false;
+  State phase_ = State::kAwaitingHello;
+  bool announced_ = false;
+  uint64_t tab_id_ = 0;
+  TabAnnouncement announcement_;
+  std::string hello_id_;  // the hello's id, as JSON text
+  absl::flat_hash_set<uint64_t> in_flight_;
+};
+
+}  // namespace relay::gateway

@@ -1,0 +1,63 @@
+<?php
+declare(strict_types=1);
+
+namespace HostApi;
+
+/**
+ * Configuration from the environment, read the same way by the server and the CLI.
+ *
+ *   HOSTAPI_DATA            data folder (default: <hostapi>/data)
+ *   HOSTAPI_RELAY_KEY_FILE  file holding the relay key (default: <data>/relay.key)
+ *
+ * A relative path is taken relative to the hostapi folder, not to the current
+ * directory: `php -S` changes into the script's folder before running it, so the
+ * current directory of the server is not the one it was started from.
+ */
+final class Config
+{
+    public static function hostapiDir(): string
+    {
+        return dirname(__DIR__);
+    }
+
+    public static function dataDir(): string
+    {
+        $dir = getenv('HOSTAPI_DATA');
+        if ($dir === false || trim($dir) === '') {
+            return self::hostapiDir() . '/data';
+        }
+        return self::absolute(trim($dir));
+    }
+
+    public static function relayKeyFile(): string
+    {
+        $file = getenv('HOSTAPI_RELAY_KEY_FILE');
+        if ($file === false || trim($file) === '') {
+            return self::dataDir() . '/relay.key';
+        }
+        return self::absolute(trim($file));
+    }
+
+    /** The relay key, or null when there is none (then the relay routes do not exist). */
+    public static function relayKey(): ?string
+    {
+        $file = self::relayKeyFile();
+        if (!is_file($file) || !is_readable($file)) {
+            return null;
+        }
+        $key = @file_get_contents($file);
+        if ($key === false) {
+            return null;
+        }
+        $key = trim($key);
+        return $key === '' ? null : $key;
+    }
+
+    private static function absolute(string $path): string
+    {
+        if (str_starts_with($path, '/')) {
+            return rtrim($path, '/') === '' ? '/' : rtrim($path, '/');
+        }
+        return self::hostapiDir() . '/' . rtrim($path, '/');
+    }
+}

@@ -1,0 +1,124 @@
+<?php
+declare(strict_types=1);
+
+namespace HostApi;
+
+/** An answer other than 2xx: status, message and optional headers. */
+final class HttpError extends \RuntimeException
+{
+    /** @param array<string,string> $headers */
+    public function __construct(public readonly int $status, string $message, public readonly array $headers = [])
+    {
+        parent::__construct($message);
+    }
+}
+
+/** A successful answer: status, JSON body (null: no body) and headers. */
+final class Response
+{
+    /** @param array<string,string> $headers */
+    public function __construct(public readonly int $status, public readonly mixed $body = null, public readonly array $headers = [])
+    {
+    }
+
+    public static function json(mixed $body, int $status = 200): self
+    {
+        return new self($status, $body);
+    }
+
+    public static function noContent(): self
+    {
+        return new self(204);
+    }
+
+    public static function error(HttpError $e): self
+    {
+        return new self($e->status, ['error' => $e->getMessage()], $e->headers);
+    }
+
+    public function send(): void
+    {
+        http_response_code($this->status);
+        header('Cache-Control: no-store');
+        header('X-Content-Type-Options: nosniff');
+        foreach ($this->headers as $name => $value) {
+            header("$name: $value");
+        }
+        if ($this->status === 204 || $this->body === null) {
+            return;
+        }
+        header('Content-Type: application/json');
+        echo json_encode($this->body, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR), "\n";
+    }
+}
+
+/** The parts of the request the handlers need. */
+final class Request
+{
+    private const MAX_BODY = 65536;
+
+    /** @param array<string,string> $cookies */
+    public function __construct(
+        public readonly string $method,
+        public readonly string $route,
+        public readonly string $rawBody,
+        public readonly array $cookies,
+        public readonly ?string $relayKey,
+    ) {
+    }
+
+    public static function fromGlobals(): self
+    {
+        $route = $_GET['r'] ?? '';
+        $raw = (string) file_get_contents('php://input', false, null, 0, self::MAX_BODY + 1);
+        if (strlen($raw) > self::MAX_BODY) {
+            throw new HttpError(413, 'request body too large');
+        }
+        $cookies = array_filter($_COOKIE, 'is_string');
+        $key = $_SERVER['HTTP_X_RELAY_KEY'] ?? null;
+        return new self(
+            strtoupper((string) ($_SERVER['REQUEST_METHOD'] ?? 'GET')),
+            is_string($route) ? trim($route, '/') : '',
+            $raw,
+            $cookies,
+            is_string($key) ? $key : null,
+        );
+    }
+
+    /**
+     * The body as a JSON object. Malformed JSON, or JSON that is not an object, is a 400.
+     * An empty body counts as {} only when $emptyIsObject.
+     *
+     * @return array<string,mixed>
+     */
+    public function json(bool $emptyIsObject = false): array
+    {
+        if (trim($this->rawBody) === '') {
+            if ($emptyIsObject) {
+                return [];
+            }
+            throw new HttpError(400, 'request body must be a JSON object');
+        }
+        try {
+            $data = json_decode($this->rawBody, false, 16, JSON_THROW_ON_ERROR);
+        } catch (\JsonException) {
+            throw new HttpError(400, 'malformed JSON body');
+        }
+        if (!$data instanceof \stdClass) {
+            throw new HttpError(400, 'request body must be a JSON object');
+        }
+        return get_object_vars($data);
+    }
+}
+
+/** Timestamps in answers: ISO 8601, UTC, seconds. */
+function iso(?int $t): ?string
+{
+    return $t === null ? null : gmdate('Y-m-d\TH:i:s\Z', $t);
+}
+
+/** A url-safe random string of 43 characters (256 bits). */
+function randomId(): string
+{
+    return rtrim(strtr(base64_encode(random_bytes(32)), '+/', '-_'), '=');
+}

@@ -1,0 +1,180 @@
+<?php
+declare(strict_types=1);
+
+namespace HostApi;
+
+/**
+ * Agent tokens: `fwa_` + 64 lowercase hex digits, shown once at creation.
+ *
+ * Kept as tokens/<sha256 of token>.json = {user, uid, generation, id, name, createdAt,
+ * expiresAt, usedAt}: the file name cannot be replayed as the token. A token ends at its
+ * expiry, when deleted, when the password changes (generation) and with its account (uid).
+ */
+final class Tokens
+{
+    public const MAX_PER_USER = 20;
+    public const MAX_NAME = 60;
+    public const DEFAULT_DAYS = 90;
+    public const MAX_DAYS = 365;
+
+    public function __construct(private readonly Store $store, private readonly Users $users)
+    {
+    }
+
+    public static function hash(string $token): string
+    {
+        return hash('sha256', $token);
+    }
+
+    public static function wellFormed(string $token): bool
+    {
+        return (bool) preg_match('/^fwa_[0-9a-f]{64}$/D', $token);
+    }
+
+    /** Checks the name and lifetime of a new token (422 when out of bounds). */
+    public static function checkRequest(mixed $name, mixed $days): array
+    {
+        if (!is_string($name) || trim($name) === '') {
+            throw new HttpError(422, 'name is required');
+        }
+        if (preg_match('/^[^\p{Cc}]{1,' . self::MAX_NAME . '}$/uD', $name) !== 1) {
+            throw new HttpError(422, 'name must be at most ' . self::MAX_NAME . ' characters, without control characters');
+        }
+        if ($days === null) {
+            $days = self::DEFAULT_DAYS;
+        }
+        if (is_float($days) && floor($days) === $days && abs($days) < 100000) {
+            $days = (int) $days;
+        }
+        if (!is_int($days) || $days < 1 || $days > self::MAX_DAYS) {
+            throw new HttpError(422, 'days must be a whole number from 1 to ' . self::MAX_DAYS);
+        }
+        return [$name, $days];
+    }
+
+    /**
+     * Creates a token for the account. Returns [public record, token].
+     *
+     * @return array{0: array<string,mixed>, 1: string}
+     */
+    public function mint(string $userName, mixed $name, mixed $days): array
+    {
+        [$name, $days] = self::checkRequest($name, $days);
+        return $this->store->withLock('user-' . $userName, function () use ($userName, $name, $days): array {
+            $user = $this->users->get($userName) ?? throw new HttpError(401, 'no such user');
+            if (count($this->live($userName)) >= self::MAX_PER_USER) {
+                throw new HttpError(409, 'at most ' . self::MAX_PER_USER . ' tokens per account; delete one first');
+            }
+            $user['lastTokenId'] = (int) ($user['lastTokenId'] ?? 0) + 1;
+            $this->store->write('users', $userName, $user);
+
+            $token = 'fwa_' . bin2hex(random_bytes(32));
+            $now = time();
+            $record = [
+                'user' => $userName,
+                'uid' => $user['uid'],
+                'generation' => $user['generation'],
+                'id' => $user['lastTokenId'],
+                'name' => $name,
+                'createdAt' => $now,
+                'expiresAt' => $now + $days * 86400,
+                'usedAt' => null,
+            ];
+            $this->store->write('tokens', self::hash($token), $record);
+            return [self::shown($record), $token];
+        });
+    }
+
+    /** @return list<array<string,mixed>> the account's live tokens, oldest first, without secrets */
+    public function listFor(string $userName): array
+    {
+        return array_map(fn(array $r): array => self::shown($r), array_values($this->live($userName)));
+    }
+
+    /** Deletes the account's token with that id; false if it has none. */
+    public function revoke(string $userName, int $id): bool
+    {
+        foreach ($this->live($userName) as $hash => $record) {
+            if ($record['id'] === $id) {
+                return $this->store->delete('tokens', $hash);
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The account behind a token, or null for an unknown, expired or revoked one.
+     * Marks the token used.
+     *
+     * @return array<string,mixed>|null
+     */
+    public function verify(string $token): ?array
+    {
+        if (!self::wellFormed($token)) {
+            return null;
+        }
+        $hash = self::hash($token);
+        $record = $this->store->read('tokens', $hash);
+        if ($record === null) {
+            return null;
+        }
+        $user = $this->users->current($record);
+        if ($user === null || (int) $record['expiresAt'] <= time()) {
+            $this->store->delete('tokens', $hash);
+            return null;
+        }
+        // In place and only if the file is still there: a verification racing a
+        // revocation must not bring the token back.
+        $updated = $this->store->update('tokens', $hash, function (array $r): array {
+            $r['usedAt'] = time();
+            return $r;
+        });
+        return $updated === null ? null : $user;
+    }
+
+    /** Removes every token file of the account (password change, deletion). */
+    public function deleteAllOf(string $userName): void
+    {
+        foreach ($this->store->all('tokens') as $hash => $record) {
+            if (($record['user'] ?? null) === $userName) {
+                $this->store->delete('tokens', $hash);
+            }
+        }
+    }
+
+    /**
+     * The account's tokens that still work, by hash, sorted by id. Dead ones are removed
+     * on the way.
+     *
+     * @return array<string,array<string,mixed>>
+     */
+    private function live(string $userName): array
+    {
+        $now = time();
+        $out = [];
+        foreach ($this->store->all('tokens') as $hash => $record) {
+            if (($record['user'] ?? null) !== $userName) {
+                continue;
+            }
+            if ($this->users->current($record) === null || (int) $record['expiresAt'] <= $now) {
+                $this->store->delete('tokens', $hash);
+                continue;
+            }
+            $out[$hash] = $record;
+        }
+        uasort($out, fn(array $a, array $b): int => $a['id'] <=> $b['id']);
+        return $out;
+    }
+
+    /** @param array<string,mixed> $r */
+    private static function shown(array $r): array
+    {
+        return [
+            'id' => $r['id'],
+            'name' => $r['name'],
+            'createdAt' => iso($r['createdAt']),
+            'expiresAt' => iso($r['expiresAt']),
+            'usedAt' => iso($r['usedAt']),
+        ];
+    }
+}

@@ -1,0 +1,33 @@
+// relay-router: account -> tab routing and forwarding between gateways.
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "common/flags.h"
+#include "common/grpc_server.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "router/router_service.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:7001", "address:port to serve gRPC on");
+ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
+
+int main(int argc, char** argv) {
+  using namespace relay;
+  common::BlockStopSignals();
+  common::SetLogService("router");
+  common::ParseFlagsWithEnv(argc, argv);
+
+  router::RouterState state;
+  router::RouterService service(state);
+  router::RouterAdminService admin(state);
+  auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service, &admin});
+  if (!server.ok()) {
+    common::Fatal(server.status().message());
+  }
+  common::LogListening(absl::GetFlag(FLAGS_listen), server->port);
+
+  common::WaitForStopSignal();
+  common::LogInfo("stopping");
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "relay/v1/router.grpc.pb.h"
+#include "router/call_registry.h"
+#include "router/routing_table.h"
+
+namespace relay::router {
+
+class LinkOutbox;
+
+// Everything the router knows; all of it soft state, rebuilt from the gateways.
+class RouterState {
+ public:
+  RouterState();
+  ~RouterState();
+
+  RoutingTable& table() { return table_; }
+  CallRegistry& calls() { return calls_; }
+
+  uint64_t AddLink(std::shared_ptr<LinkOutbox> outbox) ABSL_LOCKS_EXCLUDED(mu_);
+  void RemoveLink(uint64_t link_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Null when the link has ended.
+  std::shared_ptr<LinkOutbox> FindLink(uint64_t link_id) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  RoutingTable table_;
+  CallRegistry calls_;
+  mutable absl::Mutex mu_;
+  uint64_t next_link_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<LinkOutbox>> links_ ABSL_GUARDED_BY(mu_);
+};
+
+// The Router gRPC service: one Link reactor per gateway, one Forward reactor
+// per forwarded call. Reactions run on gRPC's callback threads and never block:
+// they take short locks on RouterState and queue writes.
+class RouterService final : public relay::v1::Router::CallbackService {
+ public:
+  explicit RouterService(RouterState& state) : state_(state) {}
+
+  grpc::ServerBidiReactor<relay::v1::GatewayEvent, relay::v1::RouterCommand>* Link(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<relay::v1::ForwardEvent>* Forward(
+      grpc::CallbackServerContext* context, const relay::v1::ForwardRequest* request) override;
+
+ private:
+  RouterState& state_;
+};
+
+// Operators' view.
+class RouterAdminService final : public relay::v1::RouterAdmin::CallbackService {
+ public:
+  explicit RouterAdminService(RouterState& state) : state_(state) {}
+
+  grpc::ServerUnaryReactor* ListTabs(grpc::CallbackServerContext* context,
+                                     const relay::v1::ListTabsRequest* request,
+                                     relay::v1::ListTabsResponse* response) override;
+
+ private:
+  RouterState& state_;
+};
+
+}  // namespace relay::router

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace relay::router {
+
+// Names one tab: the gateway link it arrived on and the gateway's id for it.
+struct TabRef {
+  uint64_t link_id = 0;
+  uint64_t tab_id = 0;
+
+  friend bool operator==(const TabRef&, const TabRef&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const TabRef& ref) {
+    return H::combine(std::move(h), ref.link_id, ref.tab_id);
+  }
+};
+
+struct TabRecord {
+  TabRef ref;
+  std::string account;
+  std::string role;
+  std::string gateway_id;
+  std::string client_name;
+  std::string client_version;
+  absl::Time connected_at;
+};
+
+// account -> its one tab. A newer tab of an account displaces the older one.
+// Thread-safe; plain C++ so that it is tested without sockets.
+class RoutingTable {
+ public:
+  // Makes tab its account's tab. Returns the tab it displaced, if any.
+  std::optional<TabRecord> Attach(TabRecord tab) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Removes the tab if it is still its account's tab; false if it was not
+  // (already displaced or never attached).
+  bool Detach(const TabRef& ref) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Removes every tab of a gateway link and returns them.
+  std::vector<TabRecord> DetachLink(uint64_t link_id) ABSL_LOCKS_EXCLUDED(mu_);
+
+  std::optional<TabRef> Find(const std::string& account) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // All tabs, or the one of account when it is not empty, ordered by account.
+  std::vector<TabRecord> List(const std::string& account) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, TabRecord> by_account_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<TabRef, std::string> account_of_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace relay::router
