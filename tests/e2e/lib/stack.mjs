@@ -1,0 +1,231 @@
+// Starts the relay as real processes on loopback, every port chosen by the OS
+// (port 0), and ends each of them by its pid. Used by every end-to-end test.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = resolve(here, '../../..');
+export const binDir = process.env.RELAY_BIN_DIR ?? join(repoRoot, 'build', 'bin');
+const hostapiDir = join(repoRoot, 'hostapi');
+
+// Every line a process printed, kept for assertions (e.g. that no secret was logged).
+export const allLogs = [];
+
+// A started process whose output is collected line by line.
+class Proc {
+  constructor(name, command, args, options = {}) {
+    this.name = name;
+    this.lines = [];
+    this.waiters = [];
+    this.exited = false;
+    this.group = options.group ?? false;
+    this.child = spawn(command, args, {
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: options.group ?? false,
+    });
+    for (const stream of [this.child.stdout, this.child.stderr]) {
+      let partial = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk) => {
+        partial += chunk;
+        const parts = partial.split('\n');
+        partial = parts.pop();
+        for (const line of parts) this.onLine(line);
+      });
+    }
+    this.exitPromise = new Promise((resolveExit) => {
+      this.child.on('exit', (code, signal) => {
+        this.exited = true;
+        this.exitCode = code;
+        this.exitSignal = signal;
+        for (const w of this.waiters) w.reject(new Error(`${name} exited (${code ?? signal}) before: ${w.what}\n${this.tail()}`));
+        this.waiters = [];
+        resolveExit();
+      });
+    });
+  }
+
+  onLine(line) {
+    this.lines.push(line);
+    allLogs.push(`${this.name}: ${line}`);
+    if (process.env.RELAY_TEST_VERBOSE) process.stderr.write(`[${this.name}] ${line}\n`);
+    this.waiters = this.waiters.filter((w) => {
+      const match = w.test(line);
+      if (match) w.resolve(match);
+      return !match;
+    });
+  }
+
+  tail() {
+    return this.lines.slice(-20).join('\n');
+  }
+
+  // Resolves with the first line (past or future) for which test returns a truthy value.
+  waitForLine(test, what, timeoutMs = 20000) {
+    for (const line of this.lines) {
+      const match = test(line);
+      if (match) return Promise.resolve(match);
+    }
+    if (this.exited) return Promise.reject(new Error(`${this.name} has exited: ${what}\n${this.tail()}`));
+    return new Promise((resolveWait, reject) => {
+      const waiter = { test, what, resolve: resolveWait, reject };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`${this.name}: timed out waiting for ${what}\n${this.tail()}`));
+      }, timeoutMs);
+      waiter.resolve = (v) => { clearTimeout(timer); resolveWait(v); };
+      waiter.reject = (e) => { clearTimeout(timer); reject(e); };
+      this.waiters.push(waiter);
+    });
+  }
+
+  // The relay's binaries print `listening on HOST:PORT` in the msg of their first JSON line.
+  async listeningPort() {
+    const match = await this.waitForLine((line) => {
+      try {
+        const msg = JSON.parse(line).msg ?? '';
+        return /^listening on .*:(\d+)$/.exec(msg);
+      } catch {
+        return null;
+      }
+    }, 'listening on HOST:PORT');
+    return Number(match[1]);
+  }
+
+  // Ends the process by its pid (a php -S server with its workers: by its process group).
+  async stop(signal = 'SIGTERM') {
+    if (this.exited) return;
+    const target = this.group ? -this.child.pid : this.child.pid;
+    try { process.kill(target, signal); } catch {}
+    const timer = setTimeout(() => { try { process.kill(target, 'SIGKILL'); } catch {} }, 5000);
+    await this.exitPromise;
+    clearTimeout(timer);
+  }
+}
+
+export function startProcess(name, command, args, options = {}) {
+  return new Proc(name, command, args, options);
+}
+
+// The reference host API under `php -S` on port 0, with its own data folder.
+export async function startHostApi(dir, relayKeyFile, env = {}) {
+  const proc = startProcess('hostapi', 'php', ['-S', '127.0.0.1:0', '-t', join(hostapiDir, 'public')], {
+    env: { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile, ...env },
+    group: true,
+  });
+  const match = await proc.waitForLine((l) => /Development Server \(http:\/\/127\.0\.0\.1:(\d+)\) started/.exec(l), 'php -S to start');
+  proc.port = Number(match[1]);
+  proc.base = `http://127.0.0.1:${proc.port}/api/index.php`;
+  return proc;
+}
+
+export const defaultCatalogue = {
+  tools: [
+    {
+      name: 'get_view',
+      description: 'What the person sees in the editor now.',
+      inputSchema: { type: 'object', properties: {} },
+    },
+    {
+      name: 'set_title',
+      description: 'Changes the document title (undoable).',
+      inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+    },
+  ],
+};
+
+// The whole relay: host API, authsvc, router(s), gateway(s).
+export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], catalogue = defaultCatalogue } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-e2e-'));
+  const relayKeyFile = join(dir, 'relay.key');
+  const secretFile = join(dir, 'session.secret');
+  const catalogueFile = join(dir, 'tools.json');
+  writeFileSync(relayKeyFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
+  writeFileSync(secretFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
+  writeFileSync(catalogueFile, JSON.stringify(catalogue));
+  mkdirSync(join(dir, 'hostapi-data'), { mode: 0o700 });
+
+  const stack = { dir, procs: [], gateways: [], routers: [], relayKeyFile, secretFile, catalogueFile, passwords: {} };
+  stack.stop = async () => {
+    await Promise.all(stack.procs.map((p) => p.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const hostapiEnv = { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile };
+    for (const user of users) {
+      const password = randomBytes(12).toString('hex');
+      execFileSync(join(hostapiDir, 'bin', 'hostapi'), ['user:add', user, password], { env: { ...process.env, ...hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+      stack.passwords[user] = password;
+    }
+    stack.hostapi = await startHostApi(dir, relayKeyFile);
+    stack.procs.push(stack.hostapi);
+
+    stack.authsvc = startProcess('authsvc', join(binDir, 'relay-authsvc'), [
+      '--listen=127.0.0.1:0', `--api_base=${stack.hostapi.base}`, `--relay_key_file=${relayKeyFile}`,
+    ]);
+    stack.procs.push(stack.authsvc);
+    stack.authsvcPort = await stack.authsvc.listeningPort();
+
+    for (let i = 0; i < routers; i++) {
+      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0']);
+      stack.procs.push(router);
+      router.port = await router.listeningPort();
+      stack.routers.push(router);
+    }
+    const routerAddrs = stack.routers.map((r) => `127.0.0.1:${r.port}`).join(',');
+    for (let i = 0; i < gateways; i++) {
+      const gateway = startProcess(`gateway${i + 1}`, join(binDir, 'relay-gateway'), [
+        '--listen=127.0.0.1:0',
+        `--router_addrs=${routerAddrs}`,
+        `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
+        `--session_secret_file=${secretFile}`,
+        `--catalogue=${catalogueFile}`,
+        '--allowed_origins=http://editor.test',
+        ...gatewayArgs,
+      ]);
+      stack.procs.push(gateway);
+      gateway.port = await gateway.listeningPort();
+      gateway.url = `http://127.0.0.1:${gateway.port}/mcp`;
+      gateway.wsUrl = `ws://127.0.0.1:${gateway.port}/mcp`;
+      stack.gateways.push(gateway);
+    }
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
+
+  // A browser-like session with the host API: login, then cookie-authenticated calls.
+  stack.login = async (user) => {
+    const res = await fetch(`${stack.hostapi.base}?r=login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: user, password: stack.passwords[user] }),
+    });
+    if (res.status !== 200) throw new Error(`login ${user}: ${res.status} ${await res.text()}`);
+    const cookie = res.headers.get('set-cookie').split(';')[0];
+    return async (route, init = {}) => fetch(`${stack.hostapi.base}?r=${route}`, {
+      ...init,
+      headers: { 'content-type': 'application/json', cookie, ...(init.headers ?? {}) },
+    });
+  };
+  // A fresh agent token, minted as the person would in the editor's account menu.
+  stack.mintToken = async (user, name = 'e2e') => {
+    const api = await stack.login(user);
+    const res = await api('agent-tokens', { method: 'POST', body: JSON.stringify({ name }) });
+    if (res.status !== 201) throw new Error(`mint token: ${res.status} ${await res.text()}`);
+    return (await res.json()).token;
+  };
+  // A one-time ticket for a tab, as the editor's page would get it.
+  stack.ticket = async (user) => {
+    const api = await stack.login(user);
+    const res = await api('agent/ticket', { method: 'POST', body: '{}' });
+    if (res.status !== 200) throw new Error(`ticket: ${res.status} ${await res.text()}`);
+    return (await res.json()).ticket;
+  };
+  return stack;
+}

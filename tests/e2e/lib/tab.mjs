@@ -1,0 +1,68 @@
+// A scripted editor tab speaking the tab protocol (TAB-PROTOCOL.md) over a real WebSocket.
+import WebSocket from 'ws';
+
+export class ScriptedTab {
+  constructor(url, { origin = 'http://editor.test' } = {}) {
+    this.url = url;
+    this.origin = origin;
+    this.received = [];   // every message from the relay, parsed
+    this.handlers = {};   // method -> async (params, message) => result
+    this.waiters = [];
+  }
+
+  // Resolves once the socket is open; rejects with the HTTP status when the upgrade is refused.
+  open() {
+    return new Promise((resolve, reject) => {
+      this.ws = new WebSocket(this.url, { origin: this.origin });
+      this.closed = new Promise((resolveClosed) => {
+        this.ws.on('close', (code, reason) => {
+          this.closeCode = code;
+          this.closeReason = reason.toString();
+          resolveClosed({ code, reason: this.closeReason });
+        });
+      });
+      this.ws.on('unexpected-response', (req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+      this.ws.on('error', (error) => reject(error));
+      this.ws.on('open', () => resolve());
+      this.ws.on('message', (data) => this.onMessage(JSON.parse(data.toString())));
+    });
+  }
+
+  send(message) {
+    this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
+  }
+
+  async onMessage(message) {
+    this.received.push(message);
+    this.waiters = this.waiters.filter((w) => !(w.test(message) && (w.resolve(message), true)));
+    if (message.method && message.id !== undefined) {
+      const handler = this.handlers[message.method];
+      if (!handler) {
+        this.send({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'no handler' } });
+        return;
+      }
+      const result = await handler(message.params, message);
+      if (result !== undefined) this.send({ jsonrpc: '2.0', id: message.id, result });
+    }
+  }
+
+  waitFor(test, timeoutMs = 10000) {
+    const found = this.received.find(test);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('tab: timed out waiting for a message')), timeoutMs);
+      this.waiters.push({ test, resolve: (m) => { clearTimeout(timer); resolve(m); } });
+    });
+  }
+
+  // Connects and says hello; resolves with the hello's answer (result or error).
+  async hello(ticket, client = { name: 'scripted-tab', version: '1.0.0' }) {
+    await this.open();
+    this.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client } });
+    return this.waitFor((m) => m.id === 1 && (m.result || m.error));
+  }
+
+  close() {
+    this.ws?.close();
+  }
+}

@@ -1,0 +1,101 @@
+// The whole path, end to end (issue 2): the real MCP SDK client on gateway 2, a scripted
+// tab on gateway 1, the router between them, authsvc and the PHP host API behind.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startStack, defaultCatalogue } from './lib/stack.mjs';
+import { ScriptedTab } from './lib/tab.mjs';
+
+let stack;
+before(async () => { stack = await startStack({ gateways: 2 }); });
+after(async () => { await stack?.stop(); });
+
+async function connectAgent(url, token) {
+  const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+function post(url, { token, body, headers = {} } = {}) {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...headers,
+    },
+    body: JSON.stringify(body ?? { jsonrpc: '2.0', id: 1, method: 'ping' }),
+  });
+}
+
+test('a tool call from an agent on gateway 2 is answered by the tab on gateway 1, unchanged', async () => {
+  const [gw1, gw2] = stack.gateways;
+  const tab = new ScriptedTab(gw1.wsUrl);
+  const answer = {
+    content: [{ type: 'text', text: 'The document "Plan" is open; 3 paragraphs, caret in the 2nd. ünïcødé ✓' }],
+    structuredContent: { title: 'Plan', paragraphs: 3 },
+  };
+  let seen;
+  tab.handlers['tools/call'] = async (params) => { seen = params; return answer; };
+  const hello = await tab.hello(await stack.ticket('alice'));
+  assert.equal(hello.result.account, 'alice');
+  assert.equal(hello.result.protocol, '1');
+  assert.match(hello.result.tabId, /^t-/);
+
+  const { client } = await connectAgent(gw2.url, await stack.mintToken('alice'));
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name), defaultCatalogue.tools.map((t) => t.name));
+
+  const result = await client.callTool({ name: 'get_view', arguments: { detail: 'full' } });
+  assert.deepEqual(result, answer);
+  assert.deepEqual(seen, { name: 'get_view', arguments: { detail: 'full' } });
+  await client.close();
+  tab.close();
+  await tab.closed;
+});
+
+test('no bearer and a wrong bearer get 401 with WWW-Authenticate', async () => {
+  const url = stack.gateways[1].url;
+  for (const token of [undefined, 'fwa_' + '0'.repeat(64)]) {
+    const res = await post(url, { token });
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate'), /^Bearer realm="mcp-relay", error="invalid_token"/);
+  }
+});
+
+test('a call while no tab is connected gets a tool error that says how to connect', async () => {
+  const { client } = await connectAgent(stack.gateways[1].url, await stack.mintToken('bob'));
+  const result = await client.callTool({ name: 'get_view', arguments: {} });
+  assert.equal(result.isError, true);
+  assert.match(result.content[0].text, /Open the editor and switch the agent on/);
+  await client.close();
+});
+
+test('a tab with a wrong Origin gets 403', async () => {
+  const tab = new ScriptedTab(stack.gateways[0].wsUrl, { origin: 'http://evil.test' });
+  await assert.rejects(tab.open(), (error) => error.status === 403);
+});
+
+test('a bad ticket gets -32001 and close code 4401', async () => {
+  const tab = new ScriptedTab(stack.gateways[0].wsUrl);
+  const hello = await tab.hello('not-a-ticket');
+  assert.equal(hello.error.code, -32001);
+  const { code } = await tab.closed;
+  assert.equal(code, 4401);
+});
+
+test('a used ticket is refused the second time', async () => {
+  const ticket = await stack.ticket('bob');
+  const first = new ScriptedTab(stack.gateways[0].wsUrl);
+  assert.equal((await first.hello(ticket)).result.account, 'bob');
+  const second = new ScriptedTab(stack.gateways[1].wsUrl);
+  assert.equal((await second.hello(ticket)).error.code, -32001);
+  assert.equal((await second.closed).code, 4401);
+  first.close();
+  await first.closed;
+});
