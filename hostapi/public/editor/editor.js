@@ -1,0 +1,617 @@
+// The demo editor: a tiny document that a person can open "a tab on" and let an AI agent
+// work in through the relay. It speaks the tab protocol (TAB-PROTOCOL.md) over a WebSocket
+// and the reference host API (HOST-API.md) over same-origin fetch with the session cookie.
+//
+// Secrets: the agent token is shown once in the page and kept nowhere else (no URL, no
+// storage); tickets live only until the hello is sent. Nothing here logs to the console.
+(function () {
+  'use strict';
+
+  const API = '../api/index.php?r=';
+  const VIEW_URI = 'editor://view';
+  const EDIT_LINE = 'The user edited the document.';
+  const UNDO_LINE = 'The user undid a change made by the agent.';
+  const EDIT_DEBOUNCE_MS = 500;
+  const BACKOFF_FIRST_S = 2;
+  const BACKOFF_MAX_S = 30;
+  const CLOSE_DISPLACED = 4409;
+  const ACTIVITY_MAX = 20;
+  const CLIENT = { name: 'demo-editor', version: '1.0.0' };
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    who: $('who'),
+    loginView: $('login-view'),
+    loginForm: $('login-form'),
+    loginButton: $('login-button'),
+    loginError: $('login-error'),
+    username: $('username'),
+    password: $('password'),
+    editorView: $('editor-view'),
+    title: $('title'),
+    body: $('body'),
+    undo: $('undo'),
+    undoInfo: $('undo-info'),
+    agentSwitch: $('agent-switch'),
+    status: $('status'),
+    agents: $('agents'),
+    relayUrl: $('relay-url'),
+    relayError: $('relay-error'),
+    activity: $('activity'),
+    createToken: $('create-token'),
+    tokenError: $('token-error'),
+    tokenBox: $('token-box'),
+    tokenExpiry: $('token-expiry'),
+    tokenValue: $('token-value'),
+    tokenCommand: $('token-command'),
+    copyToken: $('copy-token'),
+    copyCommand: $('copy-command'),
+    copyNote: $('copy-note'),
+    tokenDone: $('token-done'),
+  };
+
+  // ---------------------------------------------------------------- relay address
+
+  // ?relay=ws://host:port/mcp, else ws(s)://<this host>:8080/mcp. Agents use the same URL
+  // with http(s). A production page would not take this from its query string.
+  function relayAddress() {
+    const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
+    const given = new URLSearchParams(location.search).get('relay');
+    const raw = given || scheme + location.hostname + ':8080/mcp';
+    let url;
+    try {
+      url = new URL(raw);
+    } catch (e) {
+      return { error: 'The relay address "' + raw + '" is not a URL.' };
+    }
+    if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+      return { error: 'The relay address must start with ws:// or wss://, not "' + url.protocol + '//".' };
+    }
+    if (url.username || url.password || url.hash) {
+      return { error: 'The relay address must not hold a user name, password or #fragment.' };
+    }
+    const ws = url.href;
+    const http = (url.protocol === 'wss:' ? 'https:' : 'http:') + ws.slice(url.protocol.length);
+    return { ws: ws, http: http };
+  }
+  const relay = relayAddress();
+
+  // ---------------------------------------------------------------- host API
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  // JSON in, JSON out, same origin (the session cookie goes along by itself).
+  async function api(route, method, body) {
+    const init = {
+      method: method,
+      credentials: 'same-origin',
+      cache: 'no-store',
+      headers: { Accept: 'application/json' },
+    };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(API + route, init);
+    } catch (e) {
+      throw new ApiError(0, 'The account service could not be reached.');
+    }
+    let data = null;
+    if (res.status !== 204) {
+      try { data = await res.json(); } catch (e) { data = null; }
+    }
+    if (!res.ok) {
+      const said = data && typeof data.error === 'string' ? data.error : 'HTTP ' + res.status;
+      throw new ApiError(res.status, said);
+    }
+    return data;
+  }
+
+  // ---------------------------------------------------------------- views
+
+  function showLogin(message) {
+    stopAgent('Agent off.');
+    ui.editorView.hidden = true;
+    ui.who.hidden = true;
+    ui.loginView.hidden = false;
+    ui.loginError.textContent = message || '';
+    ui.username.focus();
+  }
+
+  function showEditor(user) {
+    ui.loginView.hidden = true;
+    ui.editorView.hidden = false;
+    ui.who.textContent = user ? 'Signed in as ' + user : 'Signed in';
+    ui.who.hidden = false;
+    ui.title.focus();
+  }
+
+  function sessionLost() {
+    hideToken();
+    showLogin('Your session has ended. Please sign in again.');
+  }
+
+  ui.loginForm.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const username = ui.username.value.trim();
+    const password = ui.password.value;
+    if (!username || !password) {
+      ui.loginError.textContent = 'Enter your user name and password.';
+      return;
+    }
+    ui.loginButton.disabled = true;
+    ui.loginError.textContent = '';
+    try {
+      const me = await api('login', 'POST', { username: username, password: password });
+      ui.password.value = '';
+      showEditor(me && me.user ? me.user : username);
+    } catch (e) {
+      ui.loginError.textContent = e.status === 401 ? 'Wrong user name or password.' : e.message;
+    } finally {
+      ui.loginButton.disabled = false;
+    }
+  });
+
+  // ---------------------------------------------------------------- the document
+
+  function view() {
+    return { title: ui.title.value, body: ui.body.value };
+  }
+
+  function showTitle() {
+    document.title = (ui.title.value.trim() || 'Untitled') + ' – Demo editor';
+  }
+
+  function flash(element) {
+    element.classList.add('flash');
+    setTimeout(() => element.classList.remove('flash'), 400);
+  }
+
+  function note(text) {
+    const item = document.createElement('li');
+    const time = new Date().toLocaleTimeString();
+    item.textContent = time + ' ' + text;
+    ui.activity.insertBefore(item, ui.activity.firstChild);
+    while (ui.activity.children.length > ACTIVITY_MAX) {
+      ui.activity.removeChild(ui.activity.lastChild);
+    }
+  }
+
+  function quote(text, max) {
+    const limit = max || 40;
+    const one = text.replace(/\s+/g, ' ');
+    return '“' + (one.length > limit ? one.slice(0, limit - 1) + '…' : one) + '”';
+  }
+
+  // The undo stack holds the agent's changes only: the person's own typing is theirs to fix.
+  // Undoing is careful not to throw away what the person typed since the agent's change.
+  const undoStack = [];
+
+  function pushUndo(entry) {
+    undoStack.push(entry);
+    renderUndo();
+  }
+
+  function renderUndo() {
+    ui.undo.disabled = undoStack.length === 0;
+    const last = undoStack[undoStack.length - 1];
+    ui.undoInfo.textContent = last
+      ? undoStack.length + (undoStack.length === 1 ? ' agent change' : ' agent changes') + ' to undo; next: ' + last.label + '.'
+      : 'Nothing to undo.';
+  }
+
+  function undoLast() {
+    const entry = undoStack.pop();
+    if (!entry) return;
+    if (entry.field === 'title') {
+      ui.title.value = entry.before;
+      showTitle();
+      flash(ui.title);
+    } else {
+      const body = ui.body.value;
+      if (body === entry.after) {
+        ui.body.value = entry.before;
+      } else {
+        // The person typed since: take out the agent's text where it still is, if it is.
+        const at = body.lastIndexOf(entry.appended);
+        if (at >= 0) ui.body.value = body.slice(0, at) + body.slice(at + entry.appended.length);
+      }
+      flash(ui.body);
+    }
+    note('You undid: ' + entry.label + '.');
+    renderUndo();
+    personEdited(UNDO_LINE);
+  }
+  ui.undo.addEventListener('click', undoLast);
+
+  // The person's own edits tell the agents (debounced): they may want to look again.
+  let editTimer = null;
+  let editLine = EDIT_LINE;
+  function personEdited(line) {
+    editLine = line || EDIT_LINE;
+    clearTimeout(editTimer);
+    editTimer = setTimeout(() => {
+      editTimer = null;
+      notify('notifications/resources/updated', { uri: VIEW_URI, _meta: { 'relay/line': editLine } });
+    }, EDIT_DEBOUNCE_MS);
+  }
+  ui.title.addEventListener('input', () => {
+    showTitle();
+    personEdited(EDIT_LINE);
+  });
+  ui.body.addEventListener('input', () => personEdited(EDIT_LINE));
+
+  // ---------------------------------------------------------------- tools and resources
+
+  class RpcError extends Error {
+    constructor(code, message, data) {
+      super(message);
+      this.code = code;
+      this.data = data;
+    }
+  }
+
+  function text(t) {
+    return { content: [{ type: 'text', text: t }] };
+  }
+
+  function toolError(t) {
+    return { content: [{ type: 'text', text: t }], isError: true };
+  }
+
+  function viewJson() {
+    const v = view();
+    return JSON.stringify({ title: v.title, body: v.body, length: v.body.length });
+  }
+
+  const tools = {
+    get_view() {
+      const v = view();
+      return { content: [{ type: 'text', text: viewJson() }], structuredContent: { title: v.title, body: v.body } };
+    },
+
+    set_title(args) {
+      if (typeof args.title !== 'string') return toolError('set_title needs "title", a string.');
+      const before = ui.title.value;
+      ui.title.value = args.title; // an <input> drops line breaks by itself
+      const after = ui.title.value;
+      if (after === before) return text('The title is already ' + JSON.stringify(after) + '; nothing changed.');
+      pushUndo({ field: 'title', before: before, after: after, label: 'title ' + quote(after) });
+      showTitle();
+      flash(ui.title);
+      note('Agent set the title to ' + quote(after) + '.');
+      return text('The title is now ' + JSON.stringify(after) + '. The person can undo this.');
+    },
+
+    append_text(args) {
+      if (typeof args.text !== 'string') return toolError('append_text needs "text", a string.');
+      if (args.text === '') return text('Nothing to append: "text" is empty.');
+      const before = ui.body.value;
+      const after = before + args.text;
+      ui.body.value = after;
+      ui.body.scrollTop = ui.body.scrollHeight;
+      pushUndo({ field: 'body', before: before, after: after, appended: args.text, label: 'appended ' + quote(args.text, 24) });
+      flash(ui.body);
+      note('Agent appended ' + quote(args.text) + '.');
+      return text('Appended ' + args.text.length + ' characters; the body is now ' + after.length +
+        ' characters long. The person can undo this.');
+    },
+  };
+
+  function isObject(x) {
+    return x !== null && typeof x === 'object' && !Array.isArray(x);
+  }
+
+  // One request from the relay → its result, or a thrown RpcError.
+  function dispatch(method, params) {
+    const p = isObject(params) ? params : {};
+    if (method === 'tools/call') {
+      const name = p.name;
+      const tool = typeof name === 'string' && Object.prototype.hasOwnProperty.call(tools, name) ? tools[name] : null;
+      if (!tool) {
+        return toolError('Unknown tool ' + JSON.stringify(name === undefined ? null : name) +
+          '. This editor has get_view, set_title and append_text.');
+      }
+      const args = p.arguments === undefined ? {} : p.arguments;
+      if (!isObject(args)) return toolError('The arguments of ' + name + ' must be an object.');
+      return tool(args);
+    }
+    if (method === 'resources/read') {
+      if (p.uri === VIEW_URI) {
+        return { contents: [{ uri: VIEW_URI, mimeType: 'application/json', text: viewJson() }] };
+      }
+      throw new RpcError(-32002, 'Resource not found', { uri: p.uri === undefined ? null : p.uri });
+    }
+    throw new RpcError(-32601, 'Method not found: ' + method);
+  }
+
+  // ---------------------------------------------------------------- the connection
+
+  const conn = {
+    ws: null,         // the socket of the current attempt
+    generation: 0,    // bumped on every start/stop, so that stale async steps give up
+    attempt: 0,       // failed attempts since the last good hello (for the backoff)
+    retryTimer: null,
+    hello: null,      // the hello's result once it came
+    displaced: false,
+    inFlight: new Set(),  // keys of the relay's requests not yet answered
+    cancelled: new Set(), // ... of which the relay cancelled these
+  };
+
+  function setStatus(message, kind) {
+    ui.status.textContent = message;
+    ui.status.parentElement.className = 'state' + (kind ? ' ' + kind : '');
+  }
+
+  function setAgents(count) {
+    ui.agents.textContent = typeof count === 'number' ? String(count) : '–';
+  }
+
+  function idKey(id) {
+    return typeof id + ':' + String(id);
+  }
+
+  function send(ws, message) {
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  }
+
+  function notify(method, params) {
+    if (conn.hello) send(conn.ws, { jsonrpc: '2.0', method: method, params: params });
+  }
+
+  function startAgent() {
+    stopAgent(null);
+    conn.attempt = 0;
+    conn.displaced = false;
+    connect();
+  }
+
+  // Ends the connection (and any retry) without reconnecting.
+  function stopAgent(message) {
+    conn.generation++;
+    clearTimeout(conn.retryTimer);
+    conn.retryTimer = null;
+    const ws = conn.ws;
+    conn.ws = null;
+    conn.hello = null;
+    conn.inFlight.clear();
+    conn.cancelled.clear();
+    if (ws && ws.readyState <= WebSocket.OPEN) ws.close(1000, 'agent switched off');
+    setAgents(null);
+    if (message !== null) {
+      ui.agentSwitch.checked = false;
+      setStatus(message);
+    }
+  }
+
+  function scheduleRetry(why) {
+    const delay = Math.min(BACKOFF_MAX_S, BACKOFF_FIRST_S * Math.pow(2, conn.attempt));
+    conn.attempt++;
+    setStatus(why + ' Trying again in ' + delay + ' s.', 'bad');
+    const generation = conn.generation;
+    conn.retryTimer = setTimeout(() => {
+      if (generation === conn.generation && ui.agentSwitch.checked) connect();
+    }, delay * 1000);
+  }
+
+  async function connect() {
+    const generation = ++conn.generation;
+    if (relay.error) {
+      stopAgent(relay.error);
+      return;
+    }
+    setStatus('Getting a ticket…');
+    let ticket;
+    try {
+      const answer = await api('agent/ticket', 'POST', {});
+      ticket = answer && answer.ticket;
+      if (typeof ticket !== 'string' || ticket === '') throw new ApiError(500, 'The answer held no ticket.');
+    } catch (e) {
+      if (generation !== conn.generation) return;
+      if (e.status === 401) {
+        sessionLost();
+        return;
+      }
+      scheduleRetry('Could not get a ticket: ' + e.message);
+      return;
+    }
+    if (generation !== conn.generation || !ui.agentSwitch.checked) return;
+
+    setStatus('Connecting to the relay…');
+    let ws;
+    try {
+      ws = new WebSocket(relay.ws);
+    } catch (e) {
+      stopAgent('Cannot open the relay address: ' + e.message);
+      return;
+    }
+    conn.ws = ws;
+    ws.onopen = () => {
+      if (conn.ws !== ws) return;
+      send(ws, { jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket: ticket, client: CLIENT } });
+      ticket = null;
+      setStatus('Saying hello to the relay…');
+    };
+    ws.onmessage = (event) => {
+      if (conn.ws === ws) onMessage(ws, event.data);
+    };
+    ws.onclose = (event) => {
+      if (conn.ws === ws) onClosed(event);
+    };
+    ws.onerror = () => {}; // a close event follows, with the code
+  }
+
+  function onClosed(event) {
+    conn.ws = null;
+    conn.hello = null;
+    conn.inFlight.clear();
+    conn.cancelled.clear();
+    setAgents(null);
+    if (conn.displaced || event.code === CLOSE_DISPLACED) {
+      stopAgent('Another tab took over the agent. Switch it on here again to take it back.');
+      return;
+    }
+    if (!ui.agentSwitch.checked) {
+      setStatus('Agent off.');
+      return;
+    }
+    const reason = event.reason ? ': ' + event.reason : '';
+    scheduleRetry('The relay connection closed (code ' + event.code + reason + ').');
+  }
+
+  function onMessage(ws, data) {
+    let msg;
+    try { msg = JSON.parse(data); } catch (e) { return; }
+    if (!isObject(msg) || msg.jsonrpc !== '2.0') return;
+    const hasId = Object.prototype.hasOwnProperty.call(msg, 'id');
+    if (typeof msg.method === 'string') {
+      if (hasId) onRequest(ws, msg);
+      else onNotification(msg.method, isObject(msg.params) ? msg.params : {});
+      return;
+    }
+    // A response: the only request this tab makes is its hello.
+    if (hasId && msg.id === 1 && !conn.hello) onHelloAnswer(msg);
+  }
+
+  function onHelloAnswer(msg) {
+    if (isObject(msg.result)) {
+      conn.hello = msg.result;
+      conn.attempt = 0;
+      const r = msg.result;
+      setStatus('Connected as ' + r.account + ' (tab ' + r.tabId + '). The agent can work in this tab.', 'ok');
+      setAgents(r.agents);
+      if (typeof r.account === 'string') ui.who.textContent = 'Signed in as ' + r.account;
+      return;
+    }
+    const said = isObject(msg.error) && typeof msg.error.message === 'string' ? msg.error.message : 'no reason given';
+    setStatus('The relay refused this tab: ' + said + '.', 'bad');
+    // The relay closes the socket next (4401); onClosed retries with a new ticket.
+  }
+
+  function onNotification(method, params) {
+    if (method === 'relay/agents') {
+      setAgents(typeof params.count === 'number' ? params.count : null);
+    } else if (method === 'relay/displaced') {
+      conn.displaced = true;
+      setStatus('Another tab took over the agent.', 'bad');
+    } else if (method === 'notifications/cancelled') {
+      const key = idKey(params.requestId);
+      if (conn.inFlight.has(key)) conn.cancelled.add(key);
+    }
+  }
+
+  function onRequest(ws, msg) {
+    const key = idKey(msg.id);
+    conn.inFlight.add(key);
+    Promise.resolve()
+      .then(() => dispatch(msg.method, msg.params))
+      .then(
+        (result) => ({ jsonrpc: '2.0', id: msg.id, result: result }),
+        (e) => {
+          const error = e instanceof RpcError
+            ? { code: e.code, message: e.message }
+            : { code: -32603, message: 'Internal error in the editor' };
+          if (e instanceof RpcError && e.data !== undefined) error.data = e.data;
+          return { jsonrpc: '2.0', id: msg.id, error: error };
+        })
+      .then((answer) => {
+        if (conn.ws !== ws) return; // that socket is gone; so is the request
+        conn.inFlight.delete(key);
+        if (conn.cancelled.delete(key)) return; // the agent gave up: drop the late answer
+        send(ws, answer);
+      });
+  }
+
+  ui.agentSwitch.addEventListener('change', () => {
+    if (ui.agentSwitch.checked) startAgent();
+    else stopAgent('Agent off.');
+  });
+
+  // ---------------------------------------------------------------- agent tokens
+
+  function shellWord(s) {
+    return /^[A-Za-z0-9_.:\/@%+=,-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
+  }
+
+  function hideToken() {
+    ui.tokenValue.value = '';
+    ui.tokenCommand.value = '';
+    ui.copyNote.textContent = '';
+    ui.tokenBox.hidden = true;
+  }
+
+  ui.createToken.addEventListener('click', async () => {
+    ui.createToken.disabled = true;
+    ui.tokenError.hidden = true;
+    hideToken();
+    try {
+      const made = await api('agent-tokens', 'POST', { name: 'demo' });
+      const url = relay.error ? 'RELAY_URL' : relay.http;
+      ui.tokenValue.value = made.token;
+      ui.tokenCommand.value = 'claude mcp add --transport http editor ' + shellWord(url) +
+        ' --header "Authorization: Bearer ' + made.token + '"';
+      ui.tokenExpiry.textContent = made.expiresAt
+        ? 'It expires on ' + new Date(made.expiresAt).toLocaleDateString() + '.'
+        : '';
+      ui.tokenBox.hidden = false;
+      ui.tokenValue.focus();
+      ui.tokenValue.select();
+    } catch (e) {
+      if (e.status === 401) {
+        sessionLost();
+        return;
+      }
+      ui.tokenError.textContent = e.status === 409
+        ? 'This account already has 20 agent tokens; revoke one first.'
+        : 'Could not create a token: ' + e.message;
+      ui.tokenError.hidden = false;
+    } finally {
+      ui.createToken.disabled = false;
+    }
+  });
+
+  async function copyFrom(field) {
+    field.focus();
+    field.select();
+    let ok = false;
+    try {
+      if (navigator.clipboard && window.isSecureContext) {
+        await navigator.clipboard.writeText(field.value);
+        ok = true;
+      } else {
+        ok = document.execCommand('copy');
+      }
+    } catch (e) {
+      ok = false;
+    }
+    ui.copyNote.textContent = ok ? 'Copied.' : 'Copying failed; the text is selected: press Ctrl+C (⌘C).';
+  }
+  ui.copyToken.addEventListener('click', () => copyFrom(ui.tokenValue));
+  ui.copyCommand.addEventListener('click', () => copyFrom(ui.tokenCommand));
+  ui.tokenDone.addEventListener('click', hideToken);
+
+  // ---------------------------------------------------------------- start
+
+  ui.title.value = 'Shopping list';
+  ui.body.value = 'Milk\nBread\n';
+  showTitle();
+  renderUndo();
+  if (relay.error) {
+    ui.relayUrl.textContent = '(none)';
+    ui.relayError.textContent = relay.error;
+    ui.relayError.hidden = false;
+  } else {
+    ui.relayUrl.textContent = relay.ws;
+  }
+
+  // Already signed in (a session cookie from before)? Any cookie route tells; this one is harmless.
+  api('agent-tokens', 'GET')
+    .then(() => showEditor(null), () => showLogin(''));
+})();

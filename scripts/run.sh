@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs the whole relay on loopback for a person to try: the reference host API with a
+# demo account and its editor page, authsvc, the router and one gateway. Ctrl-C stops it all.
+#   scripts/run.sh     (ports: RELAY_DEMO_HOSTAPI_PORT=8000, RELAY_DEMO_GATEWAY_PORT=8080)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+bash scripts/setup.sh
+
+api_port=${RELAY_DEMO_HOSTAPI_PORT:-8000}
+gw_port=${RELAY_DEMO_GATEWAY_PORT:-8080}
+router_port=${RELAY_DEMO_ROUTER_PORT:-7001}
+auth_port=${RELAY_DEMO_AUTHSVC_PORT:-7002}
+state="$root/.run"                     # secrets and demo data, mode 0700, git-ignored
+mkdir -p "$state" && chmod 700 "$state"
+export HOSTAPI_DATA="$state/hostapi-data" HOSTAPI_RELAY_KEY_FILE="$state/relay.key"
+[[ -s "$state/relay.key" ]] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/relay.key")
+[[ -s "$state/session.secret" ]] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/session.secret")
+if [[ ! -s "$state/demo.password" ]]; then
+  (umask 077; head -c 9 /dev/urandom | base64 | tr '+/' 'xy' > "$state/demo.password")
+fi
+password=$(cat "$state/demo.password")
+hostapi/bin/hostapi user:add demo - <<<"$password" 2>/dev/null || hostapi/bin/hostapi user:passwd demo - <<<"$password" 2>/dev/null
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  echo "relay stopped"
+}
+trap stop INT TERM EXIT
+start() {  # start NAME CMD...: its own process group, logs under .run/
+  setsid "$@" >"$state/$1.log" 2>&1 &
+  pids+=($!)
+}
+wait_listening() {  # wait_listening LOG: the first log line says "listening on"
+  for _ in $(seq 200); do grep -q 'listening on\|started' "$1" 2>/dev/null && return 0; sleep 0.05; done
+  echo "failed to start; see $1:"; tail -5 "$1"; exit 1
+}
+
+start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public
+wait_listening "$state/hostapi.log"
+start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
+  --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key"
+start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port"
+start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" \
+  --router_addrs="127.0.0.1:$router_port" --authsvc_addr="127.0.0.1:$auth_port" \
+  --session_secret_file="$state/session.secret" --catalogue=hostapi/public/editor/tools.json \
+  --allowed_origins="http://127.0.0.1:$api_port,http://localhost:$api_port"
+for s in relay-authsvc relay-router relay-gateway; do wait_listening "$state/$s.log"; done
+
+token=$(hostapi/bin/hostapi token:mint demo "demo $(date +%F)" 2>/dev/null)
+cat <<MSG
+
+  The relay is running (logs in .run/*.log).
+
+  MCP URL:      http://127.0.0.1:$gw_port/mcp
+  Agent token:  $token   (account "demo"; shown once, revocable in the editor)
+
+  Add it to Claude Code:
+    claude mcp add --transport http editor http://127.0.0.1:$gw_port/mcp --header "Authorization: Bearer $token"
+
+  Get a tab on: open http://127.0.0.1:$api_port/editor/?relay=ws://127.0.0.1:$gw_port/mcp
+  log in as demo / $password and switch "Let an AI agent work in this tab" on.
+
+  Ctrl-C stops everything.
+MSG
+wait -n "${pids[@]}" || true
+echo "a service exited; see .run/*.log"

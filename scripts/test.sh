@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds the relay and runs every test (unit, host API, end-to-end, compose) through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --tests
+cd build
+ctest --output-on-failure --timeout 600

@@ -1,0 +1,101 @@
+#include "gateway/jsonrpc.h"
+
+#include "gtest/gtest.h"
+
+namespace relay::gateway {
+namespace {
+
+RpcMessage Ok(const std::string& text) {
+  auto decoded = DecodeMessage(text);
+  EXPECT_TRUE(std::holds_alternative<RpcMessage>(decoded)) << text;
+  return std::get<RpcMessage>(std::move(decoded));
+}
+
+RpcFailure Bad(const std::string& text) {
+  auto decoded = DecodeMessage(text);
+  EXPECT_TRUE(std::holds_alternative<RpcFailure>(decoded)) << text;
+  return std::get<RpcFailure>(std::move(decoded));
+}
+
+TEST(DecodeMessage, Request) {
+  RpcMessage m = Ok(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}})");
+  EXPECT_EQ(m.kind, RpcMessage::Kind::kRequest);
+  EXPECT_EQ(m.id, 7);
+  EXPECT_EQ(m.method, "tools/call");
+  EXPECT_EQ(m.params["name"], "x");
+}
+
+TEST(DecodeMessage, IdZeroAndStringIdsAreRequests) {
+  EXPECT_EQ(Ok(R"({"jsonrpc":"2.0","id":0,"method":"ping"})").kind, RpcMessage::Kind::kRequest);
+  EXPECT_EQ(Ok(R"({"jsonrpc":"2.0","id":"a","method":"ping"})").id, "a");
+}
+
+TEST(DecodeMessage, NotificationHasNoId) {
+  RpcMessage m = Ok(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  EXPECT_EQ(m.kind, RpcMessage::Kind::kNotification);
+  EXPECT_TRUE(m.id.is_null());
+}
+
+TEST(DecodeMessage, Responses) {
+  RpcMessage result = Ok(R"({"jsonrpc":"2.0","id":3,"result":{"a":1}})");
+  EXPECT_EQ(result.kind, RpcMessage::Kind::kResponse);
+  EXPECT_FALSE(result.is_error);
+  EXPECT_EQ(result.payload["a"], 1);
+  RpcMessage error = Ok(R"({"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}})");
+  EXPECT_TRUE(error.is_error);
+  EXPECT_EQ(error.payload["code"], -1);
+}
+
+TEST(DecodeMessage, MalformedJsonIsParseError) {
+  for (const char* text : {"", "{", "{\"jsonrpc\":\"2.0\",", "nul", "\xff\xfe", "{\"a\":1}}"}) {
+    RpcFailure f = Bad(text);
+    EXPECT_EQ(f.code, kParseError) << text;
+    EXPECT_TRUE(f.id.is_null());
+  }
+}
+
+TEST(DecodeMessage, WellFormedNonMessagesAreInvalidRequests) {
+  EXPECT_EQ(Bad("42").code, kInvalidRequest);
+  EXPECT_EQ(Bad("[]").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"id":1,"method":"ping"})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"1.0","id":1,"method":"ping"})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1,"method":5})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1,"method":"x","params":3})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":{},"method":"x"})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1.5,"method":"x"})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1,"result":1,"error":{}})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1,"error":"x"})").code, kInvalidRequest);
+}
+
+TEST(DecodeMessage, InvalidRequestKeepsTheIdWhenReadable) {
+  EXPECT_EQ(Bad(R"({"jsonrpc":"1.0","id":9,"method":"ping"})").id, 9);
+}
+
+TEST(Encode, ResultSplicesRawJson) {
+  EXPECT_EQ(EncodeResult(0, R"({"x":[1,2]})"), R"({"jsonrpc":"2.0","id":0,"result":{"x":[1,2]}})");
+  EXPECT_EQ(EncodeResult("s", "{}"), R"({"jsonrpc":"2.0","id":"s","result":{}})");
+}
+
+TEST(Encode, ErrorHasOnlyAllowedMembers) {
+  auto encoded = nlohmann::json::parse(EncodeError(nullptr, kParseError, "bad \"json\""));
+  EXPECT_EQ(encoded.size(), 3u);
+  EXPECT_TRUE(encoded["id"].is_null());
+  EXPECT_EQ(encoded["error"]["code"], kParseError);
+  EXPECT_EQ(encoded["error"]["message"], "bad \"json\"");
+  EXPECT_FALSE(encoded.contains("result"));
+}
+
+TEST(Encode, RequestWithAndWithoutParams) {
+  EXPECT_EQ(EncodeRequest(12, "tools/call", R"({"name":"a"})"),
+            R"({"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"a"}})");
+  EXPECT_EQ(EncodeRequest(1, "ping", ""), R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
+}
+
+TEST(Encode, InvalidUtf8FromAPeerDoesNotThrow) {
+  nlohmann::json id = std::string("\xff");
+  EXPECT_NO_THROW(EncodeError(id, kInvalidRequest, "x"));
+}
+
+}  // namespace
+}  // namespace relay::gateway

@@ -1,0 +1,132 @@
+#include "gateway/mcp_dispatcher.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace relay::gateway {
+namespace {
+
+class McpDispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dispatcher-test-XXXXXX";
+    int fd = mkstemp(tmpl);
+    close(fd);
+    path_ = tmpl;
+    std::ofstream(path_) << R"({"tools":[{"name":"get_view"}]})";
+    catalogue_ = *CatalogueFile::Open(path_);
+    dispatcher_ = std::make_unique<McpDispatcher>(signer_, *catalogue_, DispatchOptions{});
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  std::variant<HttpReply, ForwardPlan> Post(const std::string& body,
+                                            std::optional<std::string> session = std::nullopt,
+                                            std::optional<std::string> version = std::nullopt,
+                                            const std::string& account = "alice") {
+    return dispatcher_->HandlePost(PostRequest{account, session, version, body});
+  }
+  HttpReply Reply(const std::variant<HttpReply, ForwardPlan>& d) {
+    EXPECT_TRUE(std::holds_alternative<HttpReply>(d));
+    return std::get<HttpReply>(d);
+  }
+  std::string Initialize(const std::string& account = "alice") {
+    return Reply(Post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})",
+                      std::nullopt, std::nullopt, account))
+        .session_id;
+  }
+
+  SessionIdSigner signer_{"test-secret"};
+  std::string path_;
+  std::unique_ptr<CatalogueFile> catalogue_;
+  std::unique_ptr<McpDispatcher> dispatcher_;
+};
+
+TEST_F(McpDispatcherTest, InitializeEchoesASupportedVersionAndIssuesASession) {
+  HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})"));
+  EXPECT_EQ(r.status, 200);
+  auto body = nlohmann::json::parse(r.body);
+  EXPECT_EQ(body["id"], 0);
+  EXPECT_EQ(body["result"]["protocolVersion"], "2025-03-26");
+  EXPECT_TRUE(body["result"]["capabilities"]["resources"]["subscribe"]);
+  EXPECT_EQ(*signer_.Verify(r.session_id), "alice");
+}
+
+TEST_F(McpDispatcherTest, InitializeWithAnUnknownVersionAnswersTheNewest) {
+  HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}})"));
+  EXPECT_EQ(nlohmann::json::parse(r.body)["result"]["protocolVersion"], "2025-11-25");
+}
+
+TEST_F(McpDispatcherTest, UnsupportedVersionHeaderIs400) {
+  EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})", Initialize(), "2024-01-01")).status, 400);
+  // Any supported version is accepted, also one that was not negotiated.
+  EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})", Initialize(), "2025-11-25")).status, 200);
+}
+
+TEST_F(McpDispatcherTest, MissingSessionIs400AndBadOrForeignSessionIs404) {
+  EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})")).status, 400);
+  EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "v1.x.y.z")).status, 404);
+  std::string bobs = Initialize("bob");
+  EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})", bobs, std::nullopt, "alice")).status, 404);
+}
+
+TEST_F(McpDispatcherTest, ServerDiscoverIsMethodNotFoundAtOnce) {
+  HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}})"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["error"]["code"], kMethodNotFound);
+}
+
+TEST_F(McpDispatcherTest, NotificationsAre202) {
+  HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", Initialize()));
+  EXPECT_EQ(r.status, 202);
+  EXPECT_TRUE(r.body.empty());
+}
+
+TEST_F(McpDispatcherTest, ToolsListComesFromTheCatalogue) {
+  HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","id":"l","method":"tools/list"})", Initialize()));
+  auto body = nlohmann::json::parse(r.body);
+  EXPECT_EQ(body["id"], "l");
+  EXPECT_EQ(body["result"]["tools"][0]["name"], "get_view");
+}
+
+TEST_F(McpDispatcherTest, ToolCallIsForwardedWithItsParams) {
+  auto d = Post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_view","arguments":{}}})", Initialize());
+  ASSERT_TRUE(std::holds_alternative<ForwardPlan>(d));
+  const ForwardPlan& plan = std::get<ForwardPlan>(d);
+  EXPECT_TRUE(plan.is_tool_call);
+  EXPECT_EQ(plan.request.account, "alice");
+  EXPECT_EQ(plan.request.method, "tools/call");
+  EXPECT_EQ(nlohmann::json::parse(plan.request.params)["name"], "get_view");
+
+  HttpReply done = dispatcher_->FinishForward(plan, {ForwardOutcome::Kind::kResult, R"({"content":[]})"});
+  EXPECT_EQ(done.body, R"({"jsonrpc":"2.0","id":5,"result":{"content":[]}})");
+}
+
+TEST_F(McpDispatcherTest, NoTabIsAToolErrorForToolsAndMinus32002Otherwise) {
+  auto tool = std::get<ForwardPlan>(Post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}})", Initialize()));
+  auto body = nlohmann::json::parse(dispatcher_->FinishForward(tool, {ForwardOutcome::Kind::kNoTab, ""}).body);
+  EXPECT_EQ(body["result"]["isError"], true);
+  EXPECT_EQ(body["result"]["content"][0]["text"], std::string(kDefaultNoTabMessage));
+
+  auto read = std::get<ForwardPlan>(Post(R"({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"editor://view"}})", Initialize()));
+  body = nlohmann::json::parse(dispatcher_->FinishForward(read, {ForwardOutcome::Kind::kNoTab, ""}).body);
+  EXPECT_EQ(body["error"]["code"], kNoTab);
+}
+
+TEST_F(McpDispatcherTest, ParseErrorIs400WithJsonRpcError) {
+  HttpReply r = Reply(Post("{not json", Initialize()));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["error"]["code"], kParseError);
+}
+
+TEST_F(McpDispatcherTest, DeleteEndsAValidSession) {
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", Initialize(), std::nullopt).status, 204);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", std::nullopt, std::nullopt).status, 400);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", Initialize("bob"), std::nullopt).status, 404);
+}
+
+}  // namespace
+}  // namespace relay::gateway
