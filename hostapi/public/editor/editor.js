@@ -186,7 +186,7 @@
 
   function quote(text, max) {
     const limit = max || 40;
-    const one = text.replace(/\s+/g, ' ');
+    const one = text.replace(/\s+/g, ' ').trim();
     return '“' + (one.length > limit ? one.slice(0, limit - 1) + '…' : one) + '”';
   }
 
