@@ -29,9 +29,11 @@ stop() {
   wait 2>/dev/null || true
   echo "relay stopped"
 }
-trap stop INT TERM EXIT
-start() {  # start NAME CMD...: its own process group, logs under .run/
-  setsid "$@" >"$state/$1.log" 2>&1 &
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
+start() {  # start NAME CMD...: its own process group, logs under .run/NAME.log
+  local name=$1; shift
+  setsid "$@" >"$state/$name.log" 2>&1 &
   pids+=($!)
 }
 wait_listening() {  # wait_listening LOG: the first log line says "listening on"

@@ -40,5 +40,10 @@ if [[ "${1:-}" == "--tests" ]]; then
   fi
 fi
 
+echo "setup: building into build/ (the first build takes several minutes)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j2
+if ! cmake --build build -j2 >build/build.log 2>&1; then
+  tail -n 60 build/build.log
+  echo "setup: the build failed; the whole log is build/build.log"
+  exit 1
+fi
