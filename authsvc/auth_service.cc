@@ -39,10 +39,13 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+  verify_requests_.Add();
+  upstream_requests_.Add();
   nlohmann::json body = {{"token", request->token()}, {"address", request->address()}};
-  host_api_.Post("agent/verify", body.dump(), [reactor, response](absl::StatusOr<HostReply> reply) {
+  host_api_.Post("agent/verify", body.dump(), [this, reactor, response](absl::StatusOr<HostReply> reply) {
     auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
     if (!answer.ok()) {
+      upstream_failures_.Add();
       reactor->Finish(UpstreamFailure(answer.status()));
       return;
     }
@@ -64,10 +67,13 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+  redeem_requests_.Add();
+  upstream_requests_.Add();
   nlohmann::json body = {{"ticket", request->ticket()}};
-  host_api_.Post("agent/redeem", body.dump(), [reactor, response](absl::StatusOr<HostReply> reply) {
+  host_api_.Post("agent/redeem", body.dump(), [this, reactor, response](absl::StatusOr<HostReply> reply) {
     auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
     if (!answer.ok()) {
+      upstream_failures_.Add();
       reactor->Finish(UpstreamFailure(answer.status()));
       return;
     }
@@ -79,6 +85,19 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
+}
+
+std::string AuthService::RenderMetrics() const {
+  common::MetricsText text;
+  text.Add("relay_authsvc_verify_requests_total", "VerifyToken calls.", "counter",
+           verify_requests_.value());
+  text.Add("relay_authsvc_redeem_requests_total", "RedeemTicket calls.", "counter",
+           redeem_requests_.value());
+  text.Add("relay_authsvc_upstream_requests_total", "Requests sent to the host API.", "counter",
+           upstream_requests_.value());
+  text.Add("relay_authsvc_upstream_failures_total",
+           "Host API requests that got no usable answer.", "counter", upstream_failures_.value());
+  return text.str();
 }
 
 grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* context,

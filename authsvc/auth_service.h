@@ -1,6 +1,7 @@
 #pragma once
 
 #include "authsvc/host_api_client.h"
+#include "common/metrics.h"
 #include "relay/v1/auth.grpc.pb.h"
 
 namespace relay::authsvc {
@@ -18,12 +19,19 @@ class AuthService final : public relay::v1::Auth::CallbackService {
   grpc::ServerUnaryReactor* RedeemTicket(grpc::CallbackServerContext* context,
                                          const relay::v1::RedeemTicketRequest* request,
                                          relay::v1::RedeemTicketResponse* response) override;
+  // Prometheus text of the service's counters.
+  std::string RenderMetrics() const;
+
   grpc::ServerUnaryReactor* Forget(grpc::CallbackServerContext* context,
                                    const relay::v1::ForgetRequest* request,
                                    relay::v1::ForgetResponse* response) override;
 
  private:
   HostApi& host_api_;
+  common::Counter verify_requests_;
+  common::Counter redeem_requests_;
+  common::Counter upstream_requests_;
+  common::Counter upstream_failures_;
 };
 
 }  // namespace relay::authsvc

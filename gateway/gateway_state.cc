@@ -6,6 +6,34 @@
 
 namespace relay::gateway {
 
+std::string GatewayState::RenderMetrics() const {
+  common::MetricsText text;
+  text.Add("relay_gateway_http_requests_total", "HTTP requests on the MCP path.", "counter",
+           metrics.http_requests.value());
+  text.Add("relay_gateway_auth_refusals_total", "Agent requests refused by authentication.",
+           "counter", metrics.unauthorized.value(), "reason=\"invalid\"");
+  text.Add("relay_gateway_auth_refusals_total", "", "counter", metrics.locked_out.value(),
+           "reason=\"locked_out\"");
+  text.Add("relay_gateway_auth_refusals_total", "", "counter", metrics.auth_unavailable.value(),
+           "reason=\"unavailable\"");
+  text.Add("relay_gateway_forwards_total", "Agent requests forwarded to a tab.", "counter",
+           metrics.forwards.value());
+  static constexpr const char* kOutcomes[] = {"result",    "error",     "no_tab",
+                                              "tab_gone",  "displaced", "timeout",
+                                              "cancelled", "router_unavailable"};
+  for (size_t i = 0; i < 8; ++i) {
+    text.Add("relay_gateway_forward_outcomes_total", "How forwarded requests ended.", "counter",
+             metrics.forward_outcomes[i].value(),
+             std::string("outcome=\"") + kOutcomes[i] + "\"");
+  }
+  text.Add("relay_gateway_tabs",
+           "Tabs connected to this gateway.", "gauge",
+           static_cast<double>(metrics.tabs_connected.value() - metrics.tabs_disconnected.value()));
+  text.Add("relay_gateway_router_shards_up", "Router shards with a live link.", "gauge",
+           router->ShardsUp());
+  return text.str();
+}
+
 bool GatewayState::IsAllowedOrigin(absl::string_view origin) const {
   for (const std::string& allowed : options.allowed_origins) {
     if (allowed == origin) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/metrics.h"
 #include "gateway/auth_client.h"
 #include "gateway/mcp_dispatcher.h"
 #include "gateway/router_client.h"
@@ -26,6 +27,18 @@ struct GatewayOptions {
   absl::Duration tab_idle_timeout = absl::Seconds(50);
 };
 
+// Counters of what agents and tabs did, for /metrics.
+struct GatewayMetrics {
+  common::Counter http_requests;
+  common::Counter unauthorized;
+  common::Counter locked_out;
+  common::Counter auth_unavailable;
+  common::Counter forwards;
+  common::Counter forward_outcomes[8];  // indexed by ForwardOutcome::Kind
+  common::Counter tabs_connected;
+  common::Counter tabs_disconnected;
+};
+
 // What every session of the gateway shares (Beast's "shared_state"). Built in
 // main, outlives every session. All members are thread-safe.
 struct GatewayState {
@@ -35,6 +48,9 @@ struct GatewayState {
   RouterClient* router = nullptr;
   TabRegistry* tabs = nullptr;
   const McpDispatcher* dispatcher = nullptr;
+  GatewayMetrics metrics;
+
+  std::string RenderMetrics() const;
 
   bool IsAllowedOrigin(absl::string_view origin) const;
   // Host header check (DNS-rebinding protection): loopback names or the

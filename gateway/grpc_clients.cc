@@ -1,5 +1,6 @@
 #include "gateway/grpc_clients.h"
 
+#include <atomic>
 #include <deque>
 #include <random>
 
@@ -229,6 +230,7 @@ class LinkReactor final : public grpc::ClientBidiReactor<GatewayEvent, RouterCom
     StartWrite(&queue_.front());
   }
 
+  void OnReadInitialMetadataDone(bool ok) override;
   void OnReadDone(bool ok) override;
   void OnDone(const grpc::Status& status) override;
 
@@ -279,6 +281,7 @@ class Shard {
       absl::MutexLock lock(&mu_);
       if (link_ == link) {
         link_ = nullptr;
+        up_.store(false);
       }
       if (stopping_) {
         return;
@@ -295,10 +298,14 @@ class Shard {
     ScheduleRelink();
   }
 
+  // The router answered the link's start: it is up.
   void LinkEstablished() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     backoff_ = absl::ZeroDuration();
+    up_.store(true);
   }
+
+  bool up() const { return up_.load(); }
 
   void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -331,6 +338,7 @@ class Shard {
   std::unique_ptr<relay::v1::Router::Stub> stub_;
   absl::Mutex mu_;
   LinkReactor* link_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::atomic<bool> up_{false};
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
@@ -347,6 +355,12 @@ LinkReactor::LinkReactor(Shard& shard, relay::v1::Router::Stub& stub, TabCommand
   StartCall();
 }
 
+void LinkReactor::OnReadInitialMetadataDone(bool ok) {
+  if (ok) {
+    shard_.LinkEstablished();
+  }
+}
+
 void LinkReactor::OnReadDone(bool ok) {
   if (!ok) {
     {
@@ -358,7 +372,6 @@ void LinkReactor::OnReadDone(bool ok) {
   }
   switch (in_.command_case()) {
     case RouterCommand::kTabAccepted:
-      shard_.LinkEstablished();
       sink_.OnAccepted(in_.tab_accepted().tab_id(), in_.tab_accepted().agents());
       break;
     case RouterCommand::kDeliver: {
@@ -440,6 +453,16 @@ class GrpcRouterClient final : public RouterClient {
   }
 
   size_t ShardOf(const std::string& account) const override { return picker_.Pick(account); }
+
+  size_t ShardsUp() const override {
+    size_t up = 0;
+    for (const auto& shard : shards_) {
+      up += shard->up() ? 1 : 0;
+    }
+    return up;
+  }
+
+  size_t ShardCount() const override { return shards_.size(); }
 
  private:
   ShardPicker picker_;

@@ -94,6 +94,10 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   }
   const auto& req = parser_->get();
   absl::string_view path = PathOf(absl::string_view(req.target().data(), req.target().size()));
+  if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
+    return ServeOperator(path);
+  }
+  state_.metrics.http_requests.Add();
   if (absl::StartsWith(path, "/.well-known/")) {
     // OAuth discovery probes: the relay uses the host application's tokens.
     return ReplyText(404, "not found");
@@ -141,11 +145,27 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
                            });
 }
 
+void HttpSession::ServeOperator(absl::string_view path) {
+  http::response<http::string_body> res{http::status::ok, 11};
+  res.set(http::field::content_type, "text/plain");
+  if (path == "/metrics") {
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.body() = state_.RenderMetrics();
+  } else if (path == "/readyz" && state_.router->ShardsUp() == 0) {
+    res.result(http::status::service_unavailable);
+    res.body() = "not ready: no router shard is reachable\n";
+  } else {
+    res.body() = "ok\n";
+  }
+  Write(std::move(res));
+}
+
 void HttpSession::OnVerified(AuthVerdict verdict) {
   switch (verdict.kind) {
     case AuthVerdict::Kind::kOk:
       break;
     case AuthVerdict::Kind::kInvalid: {
+      state_.metrics.unauthorized.Add();
       http::response<http::string_body> res{http::status::unauthorized, 11};
       res.set(http::field::www_authenticate,
               beast::string_view(kUnauthorized.data(), kUnauthorized.size()));
@@ -156,6 +176,7 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
       return Write(std::move(res));
     }
     case AuthVerdict::Kind::kLockedOut: {
+      state_.metrics.locked_out.Add();
       http::response<http::string_body> res{http::status::too_many_requests, 11};
       res.set(http::field::retry_after, std::to_string(verdict.retry_after_seconds));
       res.set(http::field::content_type, "application/json");
@@ -163,6 +184,7 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
       return Write(std::move(res));
     }
     case AuthVerdict::Kind::kUnavailable:
+      state_.metrics.auth_unavailable.Add();
       return ReplyText(503,
                        "the account service could not be reached; your token was not rejected, "
                        "try again shortly");
@@ -204,6 +226,7 @@ void HttpSession::Dispatch() {
         return Reply(*reply);
       }
       plan_ = std::move(std::get<ForwardPlan>(decision));
+      state_.metrics.forwards.Add();
       stream_.expires_never();
       call_ = state_.router->Forward(
           plan_->request, dispatcher.options().call_timeout,
@@ -230,6 +253,7 @@ void HttpSession::Dispatch() {
 
 void HttpSession::OnForwarded(ForwardOutcome outcome) {
   call_.reset();
+  state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
   Reply(state_.dispatcher->FinishForward(*plan_, std::move(outcome)));
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <boost/beast/core.hpp>
+#include "absl/strings/string_view.h"
 #include <boost/beast/http.hpp>
 
 #include "gateway/auth_client.h"
@@ -29,6 +30,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void DoReadHeader();
   void OnReadHeader(boost::beast::error_code ec, size_t bytes);
+  // /healthz, /readyz and /metrics, for orchestrators and Prometheus.
+  void ServeOperator(absl::string_view path);
   void OnVerified(AuthVerdict verdict);
   void DoReadBody();
   void OnReadBody(boost::beast::error_code ec, size_t bytes);

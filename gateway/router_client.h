@@ -82,6 +82,10 @@ class RouterClient {
                         std::string payload) = 0;
 
   virtual size_t ShardOf(const std::string& account) const = 0;
+
+  // How many shards have a live link now (readiness), out of how many.
+  virtual size_t ShardsUp() const = 0;
+  virtual size_t ShardCount() const = 0;
 };
 
 }  // namespace relay::gateway

@@ -199,6 +199,8 @@ void TabSession::PostAccepted(uint32_t agents) {
     };
     self->Send(EncodeResult(nlohmann::json::parse(self->hello_id_, nullptr, false),
                             DumpJson(result)));
+    self->state_.metrics.tabs_connected.Add();
+    self->counted_ = true;
     common::LogInfo("tab connected", {{"tab", self->tab_id_},
                                       {"client", self->announcement_.client_name}});
   });
@@ -361,6 +363,9 @@ void TabSession::Cleanup() {
   hello_timer_.cancel();
   if (tab_id_ != 0) {
     state_.tabs->Remove(tab_id_);
+  }
+  if (counted_) {
+    state_.metrics.tabs_disconnected.Add();
   }
   if (announced_) {
     announced_ = false;

@@ -69,6 +69,7 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   bool cleaned_up_ = false;
   State phase_ = State::kAwaitingHello;
   bool announced_ = false;
+  bool counted_ = false;  // in the gateway's tab gauge
   uint64_t tab_id_ = 0;
   TabAnnouncement announcement_;
   std::string hello_id_;  // the hello's id, as JSON text

@@ -5,6 +5,7 @@
 #include "common/flags.h"
 #include "common/grpc_server.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/signals.h"
 #include "router/router_service.h"
 
@@ -25,6 +26,15 @@ int main(int argc, char** argv) {
     common::Fatal(server.status().message());
   }
   common::LogListening(absl::GetFlag(FLAGS_listen), server->port);
+  std::unique_ptr<common::MetricsServer> metrics;
+  if (std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
+    auto started = common::MetricsServer::Start(listen, [&state] { return state.RenderMetrics(); });
+    if (!started.ok()) {
+      common::Fatal(started.status().message());
+    }
+    metrics = *std::move(started);
+    common::LogInfo("metrics listening", {{"port", static_cast<int64_t>(metrics->port())}});
+  }
 
   common::WaitForStopSignal();
   common::LogInfo("stopping");

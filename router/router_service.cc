@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
 
@@ -80,6 +81,8 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
   LinkReactor(RouterState& state, grpc::CallbackServerContext* context)
       : state_(state), context_(context), outbox_(std::make_shared<LinkOutbox>(this)) {
     link_id_ = state_.AddLink(outbox_);
+    // Tells the gateway at once that the link is up (its readiness).
+    StartSendInitialMetadata();
     StartRead(&in_);
   }
 
@@ -202,6 +205,7 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
   ForwardReactor(RouterState& state, grpc::CallbackServerContext* context,
                  const relay::v1::ForwardRequest& request)
       : state_(state), context_(context) {
+    state_.metrics().forwards.Add();
     std::optional<TabRef> tab = state_.table().Find(request.account());
     std::shared_ptr<LinkOutbox> link = tab ? state_.FindLink(tab->link_id) : nullptr;
     if (link == nullptr) {
@@ -222,20 +226,26 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
   }
 
   void Complete(CallOutcome outcome) override {
+    RouterState::Metrics& m = state_.metrics();
     switch (outcome.kind) {
       case CallOutcome::Kind::kResult:
+        m.results.Add();
         out_.set_result(std::move(outcome.payload));
         break;
       case CallOutcome::Kind::kError:
+        m.errors.Add();
         out_.set_error(std::move(outcome.payload));
         break;
       case CallOutcome::Kind::kNoTab:
+        m.no_tab.Add();
         out_.mutable_failure()->set_reason(relay::v1::Failure::REASON_NO_TAB);
         break;
       case CallOutcome::Kind::kTabGone:
+        m.tab_gone.Add();
         out_.mutable_failure()->set_reason(relay::v1::Failure::REASON_TAB_GONE);
         break;
       case CallOutcome::Kind::kDisplaced:
+        m.displaced.Add();
         out_.mutable_failure()->set_reason(relay::v1::Failure::REASON_DISPLACED);
         break;
     }
@@ -259,6 +269,7 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
                              : "the agent cancelled the request");
       link->Send(std::move(command));
     }
+    state_.metrics().cancelled.Add();
     Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
   }
 
@@ -286,6 +297,29 @@ uint64_t RouterState::AddLink(std::shared_ptr<LinkOutbox> outbox) {
 void RouterState::RemoveLink(uint64_t link_id) {
   absl::MutexLock lock(&mu_);
   links_.erase(link_id);
+}
+
+std::string RouterState::RenderMetrics() const {
+  common::MetricsText text;
+  size_t links = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    links = links_.size();
+  }
+  text.Add("relay_router_links", "Gateways linked to this router.", "gauge", links);
+  text.Add("relay_router_tabs", "Tabs known to this router.", "gauge",
+           table_.List("").size());
+  text.Add("relay_router_forwards_total", "Forwarded agent requests.", "counter",
+           metrics_.forwards.value());
+  const std::pair<const char*, const common::Counter*> outcomes[] = {
+      {"result", &metrics_.results},     {"error", &metrics_.errors},
+      {"no_tab", &metrics_.no_tab},      {"tab_gone", &metrics_.tab_gone},
+      {"displaced", &metrics_.displaced}, {"cancelled", &metrics_.cancelled}};
+  for (const auto& [name, counter] : outcomes) {
+    text.Add("relay_router_forward_outcomes_total", "How forwarded requests ended.", "counter",
+             counter->value(), absl::StrCat("outcome=\"", name, "\""));
+  }
+  return text.str();
 }
 
 std::shared_ptr<LinkOutbox> RouterState::FindLink(uint64_t link_id) const {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "common/metrics.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "relay/v1/router.grpc.pb.h"
@@ -23,6 +24,19 @@ class RouterState {
   RoutingTable& table() { return table_; }
   CallRegistry& calls() { return calls_; }
 
+  struct Metrics {
+    common::Counter forwards;
+    common::Counter results;
+    common::Counter errors;
+    common::Counter no_tab;
+    common::Counter tab_gone;
+    common::Counter displaced;
+    common::Counter cancelled;
+  };
+  Metrics& metrics() { return metrics_; }
+  // Prometheus text of the counters and the table's sizes.
+  std::string RenderMetrics() const ABSL_LOCKS_EXCLUDED(mu_);
+
   uint64_t AddLink(std::shared_ptr<LinkOutbox> outbox) ABSL_LOCKS_EXCLUDED(mu_);
   void RemoveLink(uint64_t link_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Null when the link has ended.
@@ -31,6 +45,7 @@ class RouterState {
  private:
   RoutingTable table_;
   CallRegistry calls_;
+  Metrics metrics_;
   mutable absl::Mutex mu_;
   uint64_t next_link_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<LinkOutbox>> links_ ABSL_GUARDED_BY(mu_);

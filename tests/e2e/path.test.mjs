@@ -4,7 +4,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startStack, defaultCatalogue } from './lib/stack.mjs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { startStack, defaultCatalogue, binDir } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 
 let stack;
@@ -54,9 +56,26 @@ test('a tool call from an agent on gateway 2 is answered by the tab on gateway 1
   const result = await client.callTool({ name: 'get_view', arguments: { detail: 'full' } });
   assert.deepEqual(result, answer);
   assert.deepEqual(seen, { name: 'get_view', arguments: { detail: 'full' } });
+
+  // The operator sees the tab, on the gateway it came through.
+  const tabs = JSON.parse(execFileSync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${stack.routers[0].port}`, '--json', 'tabs']).toString());
+  assert.deepEqual(tabs.map((t) => [t.account, t.client]), [['alice', 'scripted-tab']]);
+  const metrics = await (await fetch(`http://127.0.0.1:${gw2.port}/metrics`)).text();
+  assert.match(metrics, /relay_gateway_forward_outcomes_total\{outcome="result"\} 1\n/);
   await client.close();
   tab.close();
   await tab.closed;
+});
+
+test('health and readiness answer without a bearer', async () => {
+  const gw = stack.gateways[0];
+  assert.equal((await fetch(`http://127.0.0.1:${gw.port}/healthz`)).status, 200);
+  assert.equal((await fetch(`http://127.0.0.1:${gw.port}/readyz`)).status, 200);
+});
+
+test('OAuth discovery probes get a plain 404', async () => {
+  const res = await fetch(`http://127.0.0.1:${stack.gateways[0].port}/.well-known/oauth-authorization-server`);
+  assert.equal(res.status, 404);
 });
 
 test('no bearer and a wrong bearer get 401 with WWW-Authenticate', async () => {

@@ -108,6 +108,18 @@ class Proc {
   }
 }
 
+// Polls cond (async) until it holds, or fails after timeoutMs.
+export async function waitUntil(cond, what, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await cond()) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 export function startProcess(name, command, args, options = {}) {
   return new Proc(name, command, args, options);
 }
@@ -194,6 +206,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
       gateway.wsUrl = `ws://127.0.0.1:${gateway.port}/mcp`;
       stack.gateways.push(gateway);
     }
+    await Promise.all(stack.gateways.map((g) => waitUntil(async () => (await fetch(`http://127.0.0.1:${g.port}/readyz`)).status === 200, `${g.name} ready`)));
   } catch (error) {
     await stack.stop();
     throw error;

@@ -1,0 +1,140 @@
+#include "common/metrics.h"
+
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace relay::common {
+
+void MetricsText::Add(const std::string& name, const std::string& help, const std::string& type,
+                      double value, const std::string& labels) {
+  if (name != last_name_) {
+    absl::StrAppend(&text_, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+    last_name_ = name;
+  }
+  absl::StrAppend(&text_, name, labels.empty() ? "" : absl::StrCat("{", labels, "}"), " ",
+                  value, "\n");
+}
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// Serves one request per connection, sequentially: scrapes are rare and
+// small, and this keeps the listener out of the services' hot paths.
+class BeastMetricsServer final : public MetricsServer {
+ public:
+  BeastMetricsServer(std::function<std::string()> render)
+      : render_(std::move(render)), acceptor_(io_) {}
+
+  ~BeastMetricsServer() override {
+    io_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+
+  absl::Status Listen(const std::string& listen) {
+    size_t colon = listen.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad --metrics_listen ", listen));
+    }
+    beast::error_code ec;
+    auto address = asio::ip::make_address(listen.substr(0, colon), ec);
+    tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+    if (!ec) acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(16, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", listen, ": ", ec.message()));
+    }
+    DoAccept();
+    thread_ = std::thread([this] { io_.run(); });
+    return absl::OkStatus();
+  }
+
+  int port() const override {
+    beast::error_code ec;
+    return acceptor_.local_endpoint(ec).port();
+  }
+
+ private:
+  struct Exchange {
+    explicit Exchange(tcp::socket s) : stream(std::move(s)) {}
+    beast::tcp_stream stream;
+    beast::flat_buffer buffer;
+    http::request<http::string_body> request;
+    http::response<http::string_body> response;
+  };
+
+  void DoAccept() {
+    acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec) {
+        return;
+      }
+      auto exchange = std::make_shared<Exchange>(std::move(socket));
+      exchange->stream.expires_after(std::chrono::seconds(10));
+      http::async_read(exchange->stream, exchange->buffer, exchange->request,
+                       [this, exchange](beast::error_code ec, size_t) {
+                         if (!ec) {
+                           Answer(exchange);
+                         }
+                       });
+      DoAccept();
+    });
+  }
+
+  void Answer(const std::shared_ptr<Exchange>& exchange) {
+    auto& res = exchange->response;
+    res.version(11);
+    res.keep_alive(false);
+    auto target = exchange->request.target();
+    if (target == "/healthz") {
+      res.result(http::status::ok);
+      res.set(http::field::content_type, "text/plain");
+      res.body() = "ok\n";
+    } else if (target == "/metrics") {
+      res.result(http::status::ok);
+      res.set(http::field::content_type, "text/plain; version=0.0.4");
+      res.body() = render_();
+    } else {
+      res.result(http::status::not_found);
+      res.set(http::field::content_type, "text/plain");
+      res.body() = "not found: try /metrics or /healthz\n";
+    }
+    res.prepare_payload();
+    http::async_write(exchange->stream, res, [exchange](beast::error_code, size_t) {
+      beast::error_code ignored;
+      exchange->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    });
+  }
+
+  std::function<std::string()> render_;
+  asio::io_context io_{1};
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& listen, std::function<std::string()> render) {
+  auto server = std::make_unique<BeastMetricsServer>(std::move(render));
+  if (absl::Status status = server->Listen(listen); !status.ok()) {
+    return status;
+  }
+  return server;
+}
+
+}  // namespace relay::common
