@@ -18,10 +18,10 @@ std::string GatewayState::RenderMetrics() const {
            "reason=\"unavailable\"");
   text.Add("relay_gateway_forwards_total", "Agent requests forwarded to a tab.", "counter",
            metrics.forwards.value());
-  static constexpr const char* kOutcomes[] = {"result",    "error",     "no_tab",
-                                              "tab_gone",  "displaced", "timeout",
-                                              "cancelled", "router_unavailable"};
-  for (size_t i = 0; i < 8; ++i) {
+  static constexpr const char* kOutcomes[ForwardOutcome::kKinds] = {
+      "result",  "error",     "no_tab",             "tab_gone",     "displaced",
+      "timeout", "cancelled", "router_unavailable", "session_ended"};
+  for (size_t i = 0; i < ForwardOutcome::kKinds; ++i) {
     text.Add("relay_gateway_forward_outcomes_total", "How forwarded requests ended.", "counter",
              metrics.forward_outcomes[i].value(),
              std::string("outcome=\"") + kOutcomes[i] + "\"");

@@ -13,7 +13,12 @@
 
 namespace relay::gateway {
 
-class TabRegistry;
+class HttpSession;
+class TabSession;
+template <typename T>
+class Registry;
+class EndedSessions;
+class TouchThrottle;
 
 struct GatewayOptions {
   std::string mcp_path = "/mcp";
@@ -21,6 +26,7 @@ struct GatewayOptions {
   std::vector<std::string> allowed_hosts;
   size_t max_body_bytes = 4 * 1024 * 1024;
   size_t max_tab_message_bytes = 16 * 1024 * 1024;
+  absl::Duration sse_keepalive = absl::Seconds(15);
   absl::Duration hello_timeout = absl::Seconds(10);
   // Pings every idle_timeout/2; a tab silent for idle_timeout is dropped: two
   // missed pings at 25 s.
@@ -34,7 +40,7 @@ struct GatewayMetrics {
   common::Counter locked_out;
   common::Counter auth_unavailable;
   common::Counter forwards;
-  common::Counter forward_outcomes[8];  // indexed by ForwardOutcome::Kind
+  common::Counter forward_outcomes[ForwardOutcome::kKinds];  // by ForwardOutcome::Kind
   common::Counter tabs_connected;
   common::Counter tabs_disconnected;
 };
@@ -46,7 +52,10 @@ struct GatewayState {
   std::string gateway_id;
   AuthClient* auth = nullptr;
   RouterClient* router = nullptr;
-  TabRegistry* tabs = nullptr;
+  Registry<TabSession>* tabs = nullptr;
+  Registry<HttpSession>* streams = nullptr;  // open GET streams
+  EndedSessions* ended = nullptr;
+  TouchThrottle* touches = nullptr;
   const McpDispatcher* dispatcher = nullptr;
   GatewayMetrics metrics;
 

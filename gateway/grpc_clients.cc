@@ -123,22 +123,36 @@ class ForwardCall final : public grpc::ClientReadReactor<ForwardEvent> {
   };
 
   ForwardCall(relay::v1::Router::Stub& stub, ForwardRequest request, absl::Duration timeout,
-              RouterClient::ForwardCallback done)
-      : control_(std::make_shared<Control>()), done_(std::move(done)) {
+              RouterClient::EventCallback on_event, RouterClient::ForwardCallback done)
+      : control_(std::make_shared<Control>()), on_event_(std::move(on_event)),
+        done_(std::move(done)) {
     request_.set_account(std::move(request.account));
     request_.set_session_id(std::move(request.session_id));
     request_.set_method(std::move(request.method));
     request_.set_params(std::move(request.params));
+    request_.set_request_id(std::move(request.request_id));
+    request_.set_progress_token(std::move(request.progress_token));
     context_.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     control_->Attach(this);
     stub.async()->Forward(&context_, &request_, this);
-    StartRead(&event_);
+    StartRead(&in_);
     StartCall();
   }
 
   std::shared_ptr<Control> control() const { return control_; }
 
-  void OnReadDone(bool ok) override { got_event_ = ok; }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      return;
+    }
+    if (in_.event_case() == ForwardEvent::kMessage) {
+      on_event_(std::move(*in_.mutable_message()));
+      StartRead(&in_);
+      return;
+    }
+    event_ = std::move(in_);
+    got_event_ = true;
+  }
 
   void OnDone(const grpc::Status& status) override {
     control_->Attach(nullptr);
@@ -154,6 +168,7 @@ class ForwardCall final : public grpc::ClientReadReactor<ForwardEvent> {
         case ForwardEvent::kResult:
           outcome.kind = ForwardOutcome::Kind::kResult;
           outcome.payload = std::move(*event_.mutable_result());
+          outcome.view_line = std::move(*event_.mutable_view_line());
           return outcome;
         case ForwardEvent::kError:
           outcome.kind = ForwardOutcome::Kind::kError;
@@ -167,10 +182,17 @@ class ForwardCall final : public grpc::ClientReadReactor<ForwardEvent> {
             case relay::v1::Failure::REASON_DISPLACED:
               outcome.kind = ForwardOutcome::Kind::kDisplaced;
               return outcome;
+            case relay::v1::Failure::REASON_CANCELLED:
+              outcome.kind = ForwardOutcome::Kind::kCancelled;
+              return outcome;
+            case relay::v1::Failure::REASON_SESSION_ENDED:
+              outcome.kind = ForwardOutcome::Kind::kSessionEnded;
+              return outcome;
             default:
               outcome.kind = ForwardOutcome::Kind::kTabGone;
               return outcome;
           }
+        case ForwardEvent::kMessage:
         case ForwardEvent::EVENT_NOT_SET:
           break;
       }
@@ -190,9 +212,11 @@ class ForwardCall final : public grpc::ClientReadReactor<ForwardEvent> {
   }
 
   std::shared_ptr<Control> control_;
+  RouterClient::EventCallback on_event_;
   RouterClient::ForwardCallback done_;
   grpc::ClientContext context_;
   relay::v1::ForwardRequest request_;
+  ForwardEvent in_;
   ForwardEvent event_;
   bool got_event_ = false;
 };
@@ -388,6 +412,24 @@ void LinkReactor::OnReadDone(bool ok) {
       sink_.OnDisplace(in_.displace().tab_id(),
                        std::move(*in_.mutable_displace()->mutable_reason()));
       break;
+    case RouterCommand::kAgents:
+      sink_.OnAgents(in_.agents().tab_id(), in_.agents().count());
+      break;
+    case RouterCommand::kStreamEvent: {
+      auto* event = in_.mutable_stream_event();
+      sink_.OnStreamEvent(event->stream_id(), event->event_id(),
+                          std::move(*event->mutable_message()));
+      break;
+    }
+    case RouterCommand::kSessionEnded:
+      sink_.OnSessionEnded(std::move(*in_.mutable_session_ended()->mutable_session_id()));
+      break;
+    case RouterCommand::kTabResponse: {
+      auto* response = in_.mutable_tab_response();
+      sink_.OnTabResponse(response->tab_id(), std::move(*response->mutable_tab_request_id()),
+                          response->is_error(), std::move(*response->mutable_payload()));
+      break;
+    }
     case RouterCommand::COMMAND_NOT_SET:
       break;
   }
@@ -419,10 +461,118 @@ class GrpcRouterClient final : public RouterClient {
   }
 
   std::shared_ptr<ForwardHandle> Forward(ForwardRequest request, absl::Duration timeout,
-                                         ForwardCallback done) override {
+                                         EventCallback on_event, ForwardCallback done) override {
     Shard& shard = *shards_[picker_.Pick(request.account)];
-    auto* call = new ForwardCall(shard.stub(), std::move(request), timeout, std::move(done));
+    auto* call = new ForwardCall(shard.stub(), std::move(request), timeout, std::move(on_event),
+                                 std::move(done));
     return call->control();
+  }
+
+  void SessionTouch(const std::string& account, const std::string& session) override {
+    GatewayEvent event;
+    auto* touch = event.mutable_session_touch();
+    touch->set_session_id(session);
+    touch->set_account(account);
+    Send(account, std::move(event));
+  }
+
+  void SessionEnd(const std::string& account, const std::string& session) override {
+    GatewayEvent event;
+    auto* end = event.mutable_session_end();
+    end->set_session_id(session);
+    end->set_account(account);
+    Send(account, std::move(event));
+  }
+
+  void StreamOpen(const std::string& account, const std::string& session, uint64_t stream_id,
+                  uint64_t last_event_id) override {
+    GatewayEvent event;
+    auto* open = event.mutable_stream_open();
+    open->set_stream_id(stream_id);
+    open->set_session_id(session);
+    open->set_account(account);
+    open->set_last_event_id(last_event_id);
+    Send(account, std::move(event));
+  }
+
+  void StreamClose(const std::string& account, const std::string& session,
+                   uint64_t stream_id) override {
+    GatewayEvent event;
+    auto* close = event.mutable_stream_close();
+    close->set_stream_id(stream_id);
+    close->set_session_id(session);
+    Send(account, std::move(event));
+  }
+
+  void Subscribe(const std::string& account, const std::string& session, const std::string& uri,
+                 bool on) override {
+    GatewayEvent event;
+    auto* sub = event.mutable_session_subscribe();
+    sub->set_session_id(session);
+    sub->set_account(account);
+    sub->set_uri(uri);
+    sub->set_subscribe(on);
+    Send(account, std::move(event));
+  }
+
+  void SetLogLevel(const std::string& account, const std::string& session,
+                   const std::string& level) override {
+    GatewayEvent event;
+    auto* set = event.mutable_session_log_level();
+    set->set_session_id(session);
+    set->set_account(account);
+    set->set_level(level);
+    Send(account, std::move(event));
+  }
+
+  void AgentReply(const std::string& account, const std::string& session, uint64_t call_id,
+                  const std::string& tab_request_id, bool is_error,
+                  std::string payload) override {
+    GatewayEvent event;
+    auto* reply = event.mutable_agent_reply();
+    reply->set_account(account);
+    reply->set_session_id(session);
+    reply->set_call_id(call_id);
+    reply->set_tab_request_id(tab_request_id);
+    reply->set_is_error(is_error);
+    reply->set_payload(std::move(payload));
+    Send(account, std::move(event));
+  }
+
+  void AgentCancel(const std::string& account, const std::string& session,
+                   const std::string& request_id, const std::string& reason) override {
+    GatewayEvent event;
+    auto* cancel = event.mutable_agent_cancel();
+    cancel->set_account(account);
+    cancel->set_session_id(session);
+    cancel->set_request_id(request_id);
+    cancel->set_reason(reason);
+    Send(account, std::move(event));
+  }
+
+  void TabNotify(const std::string& account, TabNote note) override {
+    GatewayEvent event;
+    auto* out = event.mutable_tab_notification();
+    out->set_tab_id(note.tab_id);
+    out->set_method(std::move(note.method));
+    out->set_params(std::move(note.params));
+    out->set_level(std::move(note.level));
+    out->set_uri(std::move(note.uri));
+    out->set_line(std::move(note.line));
+    out->set_call_id(note.call_id);
+    out->set_progress_token(std::move(note.progress_token));
+    Send(account, std::move(event));
+  }
+
+  void TabRequest(const std::string& account, uint64_t tab_id, uint64_t call_id,
+                  std::string message, const std::string& tab_request_id) override {
+    GatewayEvent event;
+    auto* request = event.mutable_tab_request();
+    request->set_tab_id(tab_id);
+    request->set_call_id(call_id);
+    request->set_message(std::move(message));
+    request->set_tab_request_id(tab_request_id);
+    Send(account, std::move(event));
   }
 
   void TabUp(const TabAnnouncement& tab) override {
@@ -433,13 +583,13 @@ class GrpcRouterClient final : public RouterClient {
     up->set_role(tab.role);
     up->set_client_name(tab.client_name);
     up->set_client_version(tab.client_version);
-    shards_[picker_.Pick(tab.account)]->Send(std::move(event));
+    Send(tab.account, std::move(event));
   }
 
   void TabDown(const std::string& account, uint64_t tab_id) override {
     GatewayEvent event;
     event.mutable_tab_down()->set_tab_id(tab_id);
-    shards_[picker_.Pick(account)]->Send(std::move(event));
+    Send(account, std::move(event));
   }
 
   void TabReply(const std::string& account, uint64_t call_id, bool is_error,
@@ -449,10 +599,14 @@ class GrpcRouterClient final : public RouterClient {
     reply->set_call_id(call_id);
     reply->set_is_error(is_error);
     reply->set_payload(std::move(payload));
-    shards_[picker_.Pick(account)]->Send(std::move(event));
+    Send(account, std::move(event));
   }
 
   size_t ShardOf(const std::string& account) const override { return picker_.Pick(account); }
+
+  void Send(const std::string& account, GatewayEvent event) {
+    shards_[picker_.Pick(account)]->Send(std::move(event));
+  }
 
   size_t ShardsUp() const override {
     size_t up = 0;

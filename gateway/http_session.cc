@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "gateway/http_session.h"
 
 #include <boost/asio/dispatch.hpp>
@@ -7,9 +6,13 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/jsonrpc.h"
+#include "gateway/registry.h"
+#include "gateway/session_state.h"
 #include "gateway/tab_session.h"
 
 namespace relay::gateway {
@@ -22,22 +25,29 @@ namespace websocket = beast::websocket;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
-constexpr absl::string_view kUnauthorized =
-    R"(Bearer realm="mcp-relay", error="invalid_token")";
+constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
+constexpr size_t kMaxPipelined = 64 * 1024;
 
-absl::string_view PathOf(absl::string_view target) {
-  return target.substr(0, target.find('?'));
-}
+absl::string_view PathOf(absl::string_view target) { return target.substr(0, target.find('?')); }
 
 std::string JsonMessage(absl::string_view message) {
-  nlohmann::json body = {{"error", message}};
+  nlohmann::json body = {{"error", std::string(message)}};
   return DumpJson(body);
+}
+
+std::string Chunk(absl::string_view data) {
+  return absl::StrCat(absl::Hex(data.size()), "\r\n", data, "\r\n");
+}
+
+absl::string_view Reason(int status) {
+  auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  return absl::string_view(reason.data(), reason.size());
 }
 
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
-    : stream_(std::move(socket)), state_(state) {}
+    : stream_(std::move(socket)), state_(state), keepalive_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
   // Start on the strand: the socket was accepted on another one.
@@ -45,11 +55,15 @@ void HttpSession::Run() {
                  beast::bind_front_handler(&HttpSession::DoReadHeader, shared_from_this()));
 }
 
+// ---------------------------------------------------------------- reading --
+
 void HttpSession::DoReadHeader() {
+  phase_ = Phase::kReading;
   parser_.emplace();
   parser_->header_limit(16 * 1024);
   parser_->body_limit(state_.options.max_body_bytes);
   body_read_ = false;
+  sse_ = false;
   plan_.reset();
   call_.reset();
   stream_.expires_after(kIdleTimeout);
@@ -69,7 +83,7 @@ std::optional<std::string> HttpSession::Header(http::field field) const {
 
 std::optional<std::string> HttpSession::Header(absl::string_view name) const {
   const auto& req = parser_->get();
-  auto it = req.find(boost::beast::string_view(name.data(), name.size()));
+  auto it = req.find(beast::string_view(name.data(), name.size()));
   if (it == req.end()) {
     return std::nullopt;
   }
@@ -84,16 +98,19 @@ std::string HttpSession::ClientAddress() const {
 
 void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   if (ec == http::error::end_of_stream) {
-    return DoClose();
+    return Close();
   }
   if (ec) {
     if (ec == http::error::header_limit) {
+      keep_alive_ = false;
       return ReplyText(431, "request headers too large");
     }
-    return;  // reset, timeout or garbage: nothing to answer
+    return Close();  // reset, timeout or garbage: nothing to answer
   }
   const auto& req = parser_->get();
-  absl::string_view path = PathOf(absl::string_view(req.target().data(), req.target().size()));
+  keep_alive_ = req.keep_alive();
+  absl::string_view path =
+      PathOf(absl::string_view(req.target().data(), req.target().size()));
   if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
     return ServeOperator(path);
   }
@@ -115,6 +132,7 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
       return ReplyText(403, "origin not allowed; add it to --allowed_origins");
     }
     stream_.expires_never();
+    phase_ = Phase::kClosed;
     std::make_shared<TabSession>(std::move(stream_), state_)->Run(parser_->release());
     return;
   }
@@ -123,7 +141,8 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   }
   http::verb method = req.method();
   if (method != http::verb::post && method != http::verb::get && method != http::verb::delete_) {
-    return ReplyText(405, "use POST, GET or DELETE");
+    return Respond(405, "application/json", JsonMessage("use POST, GET or DELETE"),
+                   "Allow: GET, POST, DELETE\r\n");
   }
   // The bearer is checked before the body is read: an unauthenticated client
   // never gets to upload 4 MiB.
@@ -136,6 +155,7 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   if (token.empty()) {
     return OnVerified(AuthVerdict{AuthVerdict::Kind::kInvalid, {}, {}, 0});
   }
+  phase_ = Phase::kAuthorizing;
   state_.auth->VerifyToken(std::string(token), ClientAddress(),
                            [self = shared_from_this()](AuthVerdict verdict) {
                              asio::post(self->stream_.get_executor(),
@@ -146,43 +166,31 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
 }
 
 void HttpSession::ServeOperator(absl::string_view path) {
-  http::response<http::string_body> res{http::status::ok, 11};
-  res.set(http::field::content_type, "text/plain");
   if (path == "/metrics") {
-    res.set(http::field::content_type, "text/plain; version=0.0.4");
-    res.body() = state_.RenderMetrics();
-  } else if (path == "/readyz" && state_.router->ShardsUp() == 0) {
-    res.result(http::status::service_unavailable);
-    res.body() = "not ready: no router shard is reachable\n";
-  } else {
-    res.body() = "ok\n";
+    return Respond(200, "text/plain; version=0.0.4", state_.RenderMetrics());
   }
-  Write(std::move(res));
+  if (path == "/readyz" && state_.router->ShardsUp() == 0) {
+    return Respond(503, "text/plain", "not ready: no router shard is reachable\n");
+  }
+  Respond(200, "text/plain", "ok\n");
 }
 
 void HttpSession::OnVerified(AuthVerdict verdict) {
   switch (verdict.kind) {
     case AuthVerdict::Kind::kOk:
       break;
-    case AuthVerdict::Kind::kInvalid: {
+    case AuthVerdict::Kind::kInvalid:
       state_.metrics.unauthorized.Add();
-      http::response<http::string_body> res{http::status::unauthorized, 11};
-      res.set(http::field::www_authenticate,
-              beast::string_view(kUnauthorized.data(), kUnauthorized.size()));
-      res.set(http::field::content_type, "application/json");
-      res.body() = JsonMessage(
-          "missing or invalid bearer token; create a token in the editor's account menu and "
-          "send it as Authorization: Bearer <token>");
-      return Write(std::move(res));
-    }
-    case AuthVerdict::Kind::kLockedOut: {
+      return Respond(401, "application/json",
+                     JsonMessage("missing or invalid bearer token; create a token in the "
+                                 "editor's account menu and send it as Authorization: Bearer "
+                                 "<token>"),
+                     absl::StrCat("WWW-Authenticate: ", kUnauthorized, "\r\n"));
+    case AuthVerdict::Kind::kLockedOut:
       state_.metrics.locked_out.Add();
-      http::response<http::string_body> res{http::status::too_many_requests, 11};
-      res.set(http::field::retry_after, std::to_string(verdict.retry_after_seconds));
-      res.set(http::field::content_type, "application/json");
-      res.body() = JsonMessage("too many failed attempts from this address; retry later");
-      return Write(std::move(res));
-    }
+      return Respond(429, "application/json",
+                     JsonMessage("too many failed attempts from this address; retry later"),
+                     absl::StrCat("Retry-After: ", verdict.retry_after_seconds, "\r\n"));
     case AuthVerdict::Kind::kUnavailable:
       state_.metrics.auth_unavailable.Add();
       return ReplyText(503,
@@ -190,6 +198,10 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
                        "try again shortly");
   }
   account_ = std::move(verdict.user);
+  headers_.session_id = Header("mcp-session-id");
+  headers_.protocol_version = Header("mcp-protocol-version");
+  auto accept = Header(http::field::accept);
+  headers_.accepts_sse = accept && absl::StrContains(*accept, "text/event-stream");
   if (parser_->get().method() == http::verb::post) {
     return DoReadBody();
   }
@@ -204,107 +216,352 @@ void HttpSession::DoReadBody() {
 void HttpSession::OnReadBody(beast::error_code ec, size_t) {
   if (ec == http::error::body_limit) {
     return ReplyText(413, absl::StrCat("request body over ", state_.options.max_body_bytes,
-                                       " bytes"));
+                                       " bytes; send less"));
   }
   if (ec) {
-    return;
+    return Close();
   }
   body_read_ = true;
   Dispatch();
 }
 
+// ------------------------------------------------------------- dispatching --
+
+void HttpSession::Touch(const std::string& session, bool force) {
+  if (session.empty()) {
+    return;
+  }
+  if (force || state_.touches->ShouldTouch(session, absl::Now())) {
+    state_.router->SessionTouch(account_, session);
+  }
+}
+
 void HttpSession::Dispatch() {
-  const auto& req = parser_->get();
   const McpDispatcher& dispatcher = *state_.dispatcher;
-  auto session_id = Header("mcp-session-id");
-  auto version = Header("mcp-protocol-version");
-  switch (req.method()) {
+  switch (parser_->get().method()) {
     case http::verb::post: {
-      PostRequest post{account_, session_id, version, req.body()};
-      auto decision = dispatcher.HandlePost(post);
+      PostDecision decision = dispatcher.HandlePost(account_, headers_, parser_->get().body());
+      Apply(decision);
+      if (auto* plan = std::get_if<ForwardPlan>(&decision.action)) {
+        return StartForward(std::move(*plan));
+      }
+      return Reply(std::get<HttpReply>(decision.action));
+    }
+    case http::verb::delete_: {
+      HttpReply reply = dispatcher.HandleDelete(account_, headers_);
+      if (reply.status == 204) {
+        state_.ended->Add(*headers_.session_id);
+        state_.router->SessionEnd(account_, *headers_.session_id);
+      }
+      return Reply(reply);
+    }
+    default: {
+      auto decision = dispatcher.HandleGet(account_, headers_);
       if (auto* reply = std::get_if<HttpReply>(&decision)) {
         return Reply(*reply);
       }
-      plan_ = std::move(std::get<ForwardPlan>(decision));
-      state_.metrics.forwards.Add();
-      stream_.expires_never();
-      call_ = state_.router->Forward(
-          plan_->request, dispatcher.options().call_timeout,
-          [self = shared_from_this()](ForwardOutcome outcome) {
-            asio::post(self->stream_.get_executor(),
-                       [self, outcome = std::move(outcome)]() mutable {
-                         self->OnForwarded(std::move(outcome));
-                       });
-          });
-      return;
-    }
-    case http::verb::delete_:
-      return Reply(dispatcher.HandleDelete(account_, session_id, version));
-    default: {
-      // No standalone GET stream yet: 405 tells clients to go on without it.
-      http::response<http::string_body> res{http::status::method_not_allowed, 11};
-      res.set(http::field::allow, "POST, DELETE");
-      res.set(http::field::content_type, "application/json");
-      res.body() = JsonMessage("this server offers no GET stream");
-      return Write(std::move(res));
+      return OpenStream(std::get<StreamPlan>(decision).session);
     }
   }
+}
+
+void HttpSession::Apply(const PostDecision& decision) {
+  Touch(decision.session, decision.new_session);
+  const SessionEffect& effect = decision.effect;
+  RouterClient& router = *state_.router;
+  switch (effect.kind) {
+    case SessionEffect::Kind::kNone:
+      break;
+    case SessionEffect::Kind::kSubscribe:
+    case SessionEffect::Kind::kUnsubscribe:
+      router.Subscribe(account_, decision.session, effect.value,
+                       effect.kind == SessionEffect::Kind::kSubscribe);
+      break;
+    case SessionEffect::Kind::kLogLevel:
+      router.SetLogLevel(account_, decision.session, effect.value);
+      break;
+    case SessionEffect::Kind::kAgentReply:
+      router.AgentReply(account_, decision.session, effect.call_id, effect.tab_request_id,
+                        effect.is_error, effect.payload);
+      break;
+    case SessionEffect::Kind::kAgentCancel:
+      router.AgentCancel(account_, decision.session, effect.value, effect.reason);
+      break;
+  }
+}
+
+void HttpSession::StartForward(ForwardPlan plan) {
+  phase_ = Phase::kForwarding;
+  plan_ = std::move(plan);
+  state_.metrics.forwards.Add();
+  stream_.expires_never();
+  auto self = shared_from_this();
+  call_ = state_.router->Forward(
+      plan_->request, state_.dispatcher->options().call_timeout,
+      [self](std::string message) {
+        asio::post(self->stream_.get_executor(), [self, message = std::move(message)]() mutable {
+          self->OnForwardEvent(std::move(message));
+        });
+      },
+      [self](ForwardOutcome outcome) {
+        asio::post(self->stream_.get_executor(), [self, outcome = std::move(outcome)]() mutable {
+          self->OnForwarded(std::move(outcome));
+        });
+      });
+  WatchPeer();
+}
+
+void HttpSession::OnForwardEvent(std::string message) {
+  if (phase_ != Phase::kForwarding || !headers_.accepts_sse) {
+    return;  // a JSON-only client cannot receive these
+  }
+  if (!sse_) {
+    StartSse();
+    ScheduleKeepAlive();
+  }
+  SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
 }
 
 void HttpSession::OnForwarded(ForwardOutcome outcome) {
+  if (phase_ != Phase::kForwarding) {
+    return;
+  }
   call_.reset();
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
-  Reply(state_.dispatcher->FinishForward(*plan_, std::move(outcome)));
+  HttpReply reply = state_.dispatcher->FinishForward(*plan_, std::move(outcome));
+  if (!sse_) {
+    return Reply(reply);
+  }
+  keepalive_timer_.cancel();
+  SendEvent(reply.body);
+  EndSse();
+}
+
+// ----------------------------------------------------------------- streams --
+
+void HttpSession::OpenStream(const std::string& session) {
+  phase_ = Phase::kStreaming;
+  stream_.expires_never();
+  stream_session_ = session;
+  uint64_t last_event_id = 0;
+  if (auto last = Header("last-event-id")) {
+    if (!absl::SimpleAtoi(*last, &last_event_id)) {
+      last_event_id = 0;
+    }
+  }
+  Touch(session, /*force=*/true);
+  stream_id_ = state_.streams->Add(weak_from_this());
+  StartSse();
+  state_.router->StreamOpen(account_, session, stream_id_, last_event_id);
+  ScheduleKeepAlive();
+  WatchPeer();
+}
+
+void HttpSession::CloseStream() {
+  if (stream_id_ == 0) {
+    return;
+  }
+  state_.streams->Remove(stream_id_);
+  state_.router->StreamClose(account_, stream_session_, stream_id_);
+  stream_id_ = 0;
+}
+
+void HttpSession::PostStreamEvent(uint64_t event_id, std::string message) {
+  asio::post(stream_.get_executor(),
+             [self = shared_from_this(), event_id, message = std::move(message)] {
+               if (self->phase_ == Phase::kStreaming) {
+                 self->SendEvent(message, event_id);
+               }
+             });
+}
+
+void HttpSession::PostNotice(std::string message) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), message = std::move(message)] {
+    if (self->phase_ == Phase::kStreaming) {
+      self->SendEvent(message);
+    }
+  });
+}
+
+void HttpSession::PostReannounce(size_t shard) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
+    if (self->phase_ == Phase::kStreaming && self->stream_id_ != 0 &&
+        self->state_.router->ShardOf(self->account_) == shard) {
+      self->state_.router->StreamOpen(self->account_, self->stream_session_, self->stream_id_, 0);
+    }
+  });
+}
+
+void HttpSession::PostGoingAway() {
+  asio::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ == Phase::kStreaming) {
+      self->CloseStream();
+      self->keepalive_timer_.cancel();
+      self->keep_alive_ = false;
+      self->EndSse();
+    }
+  });
+}
+
+void HttpSession::WatchPeer() {
+  if (watching_) {
+    return;
+  }
+  watching_ = true;
+  stream_.socket().async_read_some(
+      buffer_.prepare(4096),
+      beast::bind_front_handler(&HttpSession::OnPeerData, shared_from_this()));
+}
+
+void HttpSession::OnPeerData(beast::error_code ec, size_t bytes) {
+  watching_ = false;
+  if (!ec) {
+    // A pipelined request, kept for later; keep watching for the close.
+    buffer_.commit(bytes);
+    if ((phase_ == Phase::kForwarding || phase_ == Phase::kStreaming) &&
+        buffer_.size() < kMaxPipelined) {
+      WatchPeer();
+    }
+    return;
+  }
+  if (ec == asio::error::operation_aborted && resume_after_watch_) {
+    resume_after_watch_ = false;
+    return AfterWrites();
+  }
+  // The client went away: give up the call (the tab hears of it) or the stream.
+  if (phase_ == Phase::kForwarding && call_) {
+    call_->Cancel();
+  }
+  if (phase_ == Phase::kStreaming) {
+    CloseStream();
+  }
+  Close();
+}
+
+void HttpSession::ScheduleKeepAlive() {
+  keepalive_timer_.expires_after(absl::ToChronoMilliseconds(state_.options.sse_keepalive));
+  keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || !self->sse_ || self->phase_ == Phase::kClosed) {
+      return;
+    }
+    // A comment line: proxies see traffic and do not cut an idle stream.
+    self->Enqueue(Chunk(": keep-alive\n\n"));
+    self->ScheduleKeepAlive();
+  });
+}
+
+// ------------------------------------------------------------------ output --
+
+void HttpSession::Respond(int status, absl::string_view content_type, absl::string_view body,
+                          absl::string_view extra_headers) {
+  // An unread body would be taken for the next request: close instead.
+  const auto& req = parser_->get();
+  bool body_pending =
+      !body_read_ && (req.has_content_length() || req.chunked()) && !parser_->is_done();
+  if (body_pending) {
+    keep_alive_ = false;
+  }
+  std::string head = absl::StrCat("HTTP/1.1 ", status, " ", Reason(status),
+                                  "\r\nServer: mcp-tab-relay\r\n", extra_headers);
+  if (!body.empty()) {
+    absl::StrAppend(&head, "Content-Type: ", content_type, "\r\n");
+  }
+  absl::StrAppend(&head, "Content-Length: ", body.size(), "\r\n",
+                  keep_alive_ ? "" : "Connection: close\r\n", "\r\n", body);
+  then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
+  Enqueue(std::move(head));
 }
 
 void HttpSession::Reply(const HttpReply& reply) {
-  http::response<http::string_body> res{static_cast<http::status>(reply.status), 11};
-  if (!reply.body.empty()) {
-    res.set(http::field::content_type, "application/json");
-    res.body() = reply.body;
-  }
+  std::string extra;
   if (!reply.session_id.empty()) {
-    res.set("Mcp-Session-Id", reply.session_id);
+    extra = absl::StrCat("Mcp-Session-Id: ", reply.session_id, "\r\n");
   }
-  Write(std::move(res));
+  Respond(reply.status, "application/json", reply.body, extra);
 }
 
-void HttpSession::ReplyText(unsigned status, absl::string_view message) {
-  http::response<http::string_body> res{static_cast<http::status>(status), 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = JsonMessage(message);
-  Write(std::move(res));
+void HttpSession::ReplyText(int status, absl::string_view message) {
+  Respond(status, "application/json", JsonMessage(message));
 }
 
-void HttpSession::Write(http::response<http::string_body> response) {
-  response.set(http::field::server, "mcp-tab-relay");
-  // An unread body would be taken for the next request: close instead.
-  const auto& req = parser_->get();
-  bool body_pending = !body_read_ && (req.has_content_length() || req.chunked()) &&
-                      !parser_->is_done();
-  bool keep_alive = req.keep_alive() && !body_pending;
-  response.keep_alive(keep_alive);
-  response.prepare_payload();
-  auto owned = std::make_shared<http::response<http::string_body>>(std::move(response));
-  response_ = owned;
-  stream_.expires_after(kIdleTimeout);
-  http::async_write(stream_, *owned,
-                    beast::bind_front_handler(&HttpSession::OnWrite, shared_from_this(),
-                                              keep_alive));
+void HttpSession::StartSse(absl::string_view extra_headers) {
+  sse_ = true;
+  then_ = Then::kNothing;
+  Enqueue(absl::StrCat("HTTP/1.1 200 OK\r\nServer: mcp-tab-relay\r\n", extra_headers,
+                       "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                       "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n"));
 }
 
-void HttpSession::OnWrite(bool keep_alive, beast::error_code ec, size_t) {
-  response_.reset();
-  if (ec) {
+void HttpSession::SendEvent(absl::string_view message, uint64_t event_id) {
+  std::string event = event_id == 0 ? "" : absl::StrCat("id: ", event_id, "\n");
+  absl::StrAppend(&event, "event: message\ndata: ", message, "\n\n");
+  Enqueue(Chunk(event));
+}
+
+void HttpSession::EndSse() {
+  then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
+  Enqueue("0\r\n\r\n");
+}
+
+void HttpSession::Enqueue(std::string bytes) {
+  if (phase_ == Phase::kClosed) {
     return;
   }
-  if (!keep_alive) {
-    return DoClose();
+  out_.push_back(std::move(bytes));
+  if (!writing_) {
+    DoWrite();
   }
-  DoReadHeader();
 }
 
-void HttpSession::DoClose() {
+void HttpSession::DoWrite() {
+  writing_ = true;
+  asio::async_write(stream_.socket(), asio::buffer(out_.front()),
+                    beast::bind_front_handler(&HttpSession::OnWrite, shared_from_this()));
+}
+
+void HttpSession::OnWrite(beast::error_code ec, size_t) {
+  writing_ = false;
+  if (ec) {
+    if (call_) {
+      call_->Cancel();
+    }
+    CloseStream();
+    return Close();
+  }
+  out_.pop_front();
+  if (!out_.empty()) {
+    return DoWrite();
+  }
+  if (then_ == Then::kNothing) {
+    return;
+  }
+  if (watching_) {
+    // The peer watch holds the read side: stop it, then go on (OnPeerData).
+    resume_after_watch_ = true;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+    return;
+  }
+  AfterWrites();
+}
+
+void HttpSession::AfterWrites() {
+  Then then = std::exchange(then_, Then::kNothing);
+  if (then == Then::kReadNext) {
+    return DoReadHeader();
+  }
+  if (then == Then::kClose) {
+    Close();
+  }
+}
+
+void HttpSession::Close() {
+  if (phase_ == Phase::kClosed) {
+    return;
+  }
+  phase_ = Phase::kClosed;
+  keepalive_timer_.cancel();
+  CloseStream();
   beast::error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 }

@@ -1,14 +1,15 @@
 #pragma once
 
-#include "absl/strings/string_view.h"
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
-#include "absl/strings/string_view.h"
 #include <boost/beast/http.hpp>
 
+#include "absl/strings/string_view.h"
 #include "gateway/auth_client.h"
 #include "gateway/gateway_state.h"
 #include "gateway/mcp_dispatcher.h"
@@ -17,48 +18,91 @@
 namespace relay::gateway {
 
 // One agent's HTTP/1.1 connection (keep-alive, one request at a time), or the
-// first request of a tab's connection, which it hands to a TabSession. Runs on
-// its own strand; callbacks of the gRPC clients post back to it.
+// first request of a tab's connection, which it hands to a TabSession.
+// Answers are JSON, or SSE when the client accepts it and the tab sends
+// something before its answer (progress, logs, requests to the agent); a GET
+// turns the connection into the session's notification stream.
+//
+// Runs on its own strand: every member is touched only there; other threads
+// (gRPC callbacks, the router's commands) use the Post* methods. Lives as long
+// as its pending operations.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(boost::asio::ip::tcp::socket&& socket, GatewayState& state);
 
   void Run();
 
+  // For an open GET stream.
+  void PostStreamEvent(uint64_t event_id, std::string message);
+  void PostReannounce(size_t shard);
+  // A notification of this gateway's own (the catalogue changed).
+  void PostNotice(std::string message);
+  void PostGoingAway();
+
  private:
-  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  enum class Phase { kReading, kAuthorizing, kForwarding, kStreaming, kClosed };
+  // What happens once everything queued is written.
+  enum class Then { kNothing, kReadNext, kClose };
 
   void DoReadHeader();
   void OnReadHeader(boost::beast::error_code ec, size_t bytes);
-  // /healthz, /readyz and /metrics, for orchestrators and Prometheus.
   void ServeOperator(absl::string_view path);
   void OnVerified(AuthVerdict verdict);
   void DoReadBody();
   void OnReadBody(boost::beast::error_code ec, size_t bytes);
   void Dispatch();
+  void Apply(const PostDecision& decision);
+  void StartForward(ForwardPlan plan);
+  void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
+  void OpenStream(const std::string& session);
+  void CloseStream();
 
-  // Answers and, unless the request's body was left unread or the client
-  // asked to close, reads the next request.
+  // Notices a client that goes away while we wait or stream.
+  void WatchPeer();
+  void OnPeerData(boost::beast::error_code ec, size_t bytes);
+  void ScheduleKeepAlive();
+
+  // Output: whole responses, SSE headers and chunks, one write in flight.
+  void Respond(int status, absl::string_view content_type, absl::string_view body,
+               absl::string_view extra_headers = "");
   void Reply(const HttpReply& reply);
-  void ReplyText(unsigned status, absl::string_view message);
-  void Write(boost::beast::http::response<boost::beast::http::string_body> response);
-  void OnWrite(bool keep_alive, boost::beast::error_code ec, size_t bytes);
-  void DoClose();
+  void ReplyText(int status, absl::string_view message);
+  void StartSse(absl::string_view extra_headers = "");
+  void SendEvent(absl::string_view message, uint64_t event_id = 0);
+  void EndSse();
+  void Enqueue(std::string bytes);
+  void DoWrite();
+  void OnWrite(boost::beast::error_code ec, size_t bytes);
+  void AfterWrites();
+  void Close();
 
   std::optional<std::string> Header(boost::beast::http::field field) const;
   std::optional<std::string> Header(absl::string_view name) const;
   std::string ClientAddress() const;
+  void Touch(const std::string& session, bool force);
 
   boost::beast::tcp_stream stream_;
   GatewayState& state_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  std::string account_;
+  boost::asio::steady_timer keepalive_timer_;
+  Phase phase_ = Phase::kReading;
+  Then then_ = Then::kNothing;
+  bool keep_alive_ = true;
   bool body_read_ = false;
+  bool watching_ = false;
+  bool resume_after_watch_ = false;
+  bool sse_ = false;
+  std::string account_;
+  AgentHeaders headers_;
   std::optional<ForwardPlan> plan_;
   std::shared_ptr<ForwardHandle> call_;
-  std::shared_ptr<void> response_;  // keeps the response alive during async_write
+  std::deque<std::string> out_;
+  bool writing_ = false;
+  // GET stream
+  uint64_t stream_id_ = 0;
+  std::string stream_session_;
 };
 
 }  // namespace relay::gateway

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "absl/flags/flag.h"
 #include "common/crypto.h"
@@ -18,7 +19,10 @@
 #include "gateway/listener.h"
 #include "gateway/mcp_dispatcher.h"
 #include "gateway/session_id.h"
-#include "gateway/tab_registry.h"
+#include "gateway/http_session.h"
+#include "gateway/registry.h"
+#include "gateway/router_commands.h"
+#include "gateway/session_state.h"
 #include "gateway/tab_session.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:8080", "address:port to serve HTTP and WebSocket on");
@@ -35,6 +39,14 @@ ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(30), "deadline of one forw
 ABSL_FLAG(std::string, no_tab_message, std::string(relay::gateway::kDefaultNoTabMessage),
           "what an agent is told when the account has no tab");
 ABSL_FLAG(int, threads, 2, "I/O threads");
+ABSL_FLAG(int64_t, max_body_bytes, 4 * 1024 * 1024, "largest agent request body (413 above)");
+ABSL_FLAG(int64_t, max_tab_message_bytes, 16 * 1024 * 1024,
+          "largest tab message (closed with 4413 above)");
+ABSL_FLAG(absl::Duration, tab_ping_interval, absl::Seconds(25),
+          "WebSocket ping interval; a tab that misses two is dropped");
+ABSL_FLAG(absl::Duration, tab_hello_timeout, absl::Seconds(10), "time for a tab's relay/hello");
+ABSL_FLAG(absl::Duration, sse_keepalive, absl::Seconds(15), "keep-alive comment interval on SSE");
+ABSL_FLAG(absl::Duration, catalogue_poll, absl::Seconds(1), "how often the catalogue file is checked");
 
 int main(int argc, char** argv) {
   using namespace relay;
@@ -56,25 +68,38 @@ int main(int argc, char** argv) {
   }
 
   gateway::SessionIdSigner signer(*std::move(secret));
+  gateway::EndedSessions ended;
+  gateway::TouchThrottle touches;
   gateway::DispatchOptions dispatch_options;
   dispatch_options.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   dispatch_options.no_tab_message = absl::GetFlag(FLAGS_no_tab_message);
-  gateway::McpDispatcher dispatcher(signer, **catalogue, dispatch_options);
+  gateway::McpDispatcher dispatcher(signer, **catalogue, ended, dispatch_options);
 
   gateway::GatewayState state;
   state.options.mcp_path = absl::GetFlag(FLAGS_mcp_path);
   state.options.allowed_origins = common::SplitList(absl::GetFlag(FLAGS_allowed_origins));
   state.options.allowed_hosts = common::SplitList(absl::GetFlag(FLAGS_allowed_hosts));
+  state.options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
+  state.options.max_tab_message_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));
+  state.options.tab_idle_timeout = absl::GetFlag(FLAGS_tab_ping_interval) * 2;
+  state.options.hello_timeout = absl::GetFlag(FLAGS_tab_hello_timeout);
+  state.options.sse_keepalive = absl::GetFlag(FLAGS_sse_keepalive);
   state.gateway_id = common::HexEncode(common::RandomBytes(4));
   state.dispatcher = &dispatcher;
+  state.ended = &ended;
+  state.touches = &touches;
 
-  gateway::TabRegistry tabs;
+  gateway::Registry<gateway::TabSession> tabs;
+  gateway::Registry<gateway::HttpSession> streams;
+  gateway::RouterCommands commands(tabs, streams, ended);
   auto auth = gateway::NewGrpcAuthClient(absl::GetFlag(FLAGS_authsvc_addr));
-  auto router = gateway::NewGrpcRouterClient(routers, state.gateway_id, tabs);
-  tabs.SetRouter(router.get());
+  auto router = gateway::NewGrpcRouterClient(routers, state.gateway_id, commands);
+  commands.SetRouter(router.get());
   state.auth = auth.get();
   state.router = router.get();
   state.tabs = &tabs;
+  state.streams = &streams;
 
   int threads = std::max(1, absl::GetFlag(FLAGS_threads));
   boost::asio::io_context io(threads);
@@ -85,6 +110,44 @@ int main(int argc, char** argv) {
   common::LogListening(absl::GetFlag(FLAGS_listen), (*listener)->port());
   (*listener)->Run();
 
+  // The catalogue file is re-read when it changes; every open stream hears of it.
+  boost::asio::steady_timer catalogue_timer(io);
+  std::function<void()> watch_catalogue = [&] {
+    catalogue_timer.expires_after(absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catalogue_poll)));
+    catalogue_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec) {
+        return;
+      }
+      auto before = (*catalogue)->Get();
+      auto changed = (*catalogue)->Refresh();
+      if (!changed.ok()) {
+        common::LogWarn("catalogue unreadable; keeping the last good one",
+                        {{"error", changed.status().message()}});
+      } else if (*changed) {
+        auto after = (*catalogue)->Get();
+        common::LogInfo("catalogue changed");
+        std::vector<std::string> notices;
+        if (before->tools != after->tools) {
+          notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+        }
+        if (before->resources != after->resources ||
+            before->resource_templates != after->resource_templates) {
+          notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/resources/list_changed"})");
+        }
+        if (before->prompts != after->prompts) {
+          notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/prompts/list_changed"})");
+        }
+        for (auto& stream : streams.Snapshot()) {
+          for (const std::string& notice : notices) {
+            stream->PostNotice(notice);
+          }
+        }
+      }
+      watch_catalogue();
+    });
+  };
+  watch_catalogue();
+
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) {
     pool.emplace_back([&io] { io.run(); });
@@ -93,8 +156,12 @@ int main(int argc, char** argv) {
   common::WaitForStopSignal();
   common::LogInfo("stopping");
   (*listener)->Stop();
+  catalogue_timer.cancel();
   for (auto& tab : tabs.Snapshot()) {
     tab->PostGoingAway();
+  }
+  for (auto& stream : streams.Snapshot()) {
+    stream->PostGoingAway();
   }
   // Let the close frames go out; in-flight agent calls end with their tabs.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

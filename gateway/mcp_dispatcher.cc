@@ -1,10 +1,13 @@
-#include "absl/strings/string_view.h"
 #include "gateway/mcp_dispatcher.h"
 
 #include <array>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/crypto.h"
 
 namespace relay::gateway {
 namespace {
@@ -35,6 +38,41 @@ bool IsKnownLocal(absl::string_view method) {
          method == "logging/setLevel";
 }
 
+bool IsLogLevel(absl::string_view level) {
+  for (absl::string_view name :
+       {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}) {
+    if (level == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const std::string* StringParam(const nlohmann::json& params, const char* name) {
+  if (!params.is_object()) {
+    return nullptr;
+  }
+  auto it = params.find(name);
+  return it != params.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+}
+
+// "relay/<call id>/<tab id JSON>" -> (call id, tab id JSON).
+bool ParseTabRequestId(const nlohmann::json& id, uint64_t* call_id, std::string* tab_id) {
+  if (!id.is_string()) {
+    return false;
+  }
+  absl::string_view text = id.get_ref<const std::string&>();
+  if (!absl::ConsumePrefix(&text, kTabRequestIdPrefix)) {
+    return false;
+  }
+  size_t slash = text.find('/');
+  if (slash == absl::string_view::npos || !absl::SimpleAtoi(text.substr(0, slash), call_id)) {
+    return false;
+  }
+  *tab_id = std::string(text.substr(slash + 1));
+  return !tab_id->empty();
+}
+
 }  // namespace
 
 std::optional<HttpReply> McpDispatcher::CheckVersionHeader(
@@ -60,20 +98,18 @@ std::optional<HttpReply> McpDispatcher::CheckSession(const std::string& account,
   }
   auto owner = signer_.Verify(*session_id);
   // Another account's session is answered exactly like an unknown one.
-  if (!owner.ok() || *owner != account) {
+  if (!owner.ok() || *owner != account || ended_.Contains(*session_id)) {
     return Json(404, EncodeError(id, -32001, "Session not found; initialize a new session"));
   }
   return std::nullopt;
 }
 
-HttpReply McpDispatcher::Initialize(const std::string& account, const RpcMessage& message) const {
+HttpReply McpDispatcher::Initialize(const std::string& account, const RpcMessage& message,
+                                    std::string* session) const {
   std::string version(kVersions.front());
-  if (message.params.is_object()) {
-    auto it = message.params.find("protocolVersion");
-    if (it != message.params.end() && it->is_string() &&
-        IsSupportedVersion(it->get_ref<const std::string&>())) {
-      version = it->get<std::string>();
-    }
+  if (const std::string* asked = StringParam(message.params, "protocolVersion");
+      asked != nullptr && IsSupportedVersion(*asked)) {
+    version = *asked;
   }
   nlohmann::json result = {
       {"protocolVersion", version},
@@ -87,80 +123,175 @@ HttpReply McpDispatcher::Initialize(const std::string& account, const RpcMessage
   };
   HttpReply reply = Json(200, EncodeResult(message.id, DumpJson(result)));
   reply.session_id = signer_.Issue(account);
+  *session = reply.session_id;
   return reply;
 }
 
-std::variant<HttpReply, ForwardPlan> McpDispatcher::HandlePost(const PostRequest& request) const {
-  if (auto bad = CheckVersionHeader(request.protocol_version)) {
-    return *std::move(bad);
+PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHeaders& headers,
+                                       absl::string_view body) const {
+  PostDecision decision;
+  if (auto bad = CheckVersionHeader(headers.protocol_version)) {
+    decision.action = *std::move(bad);
+    return decision;
   }
-  auto decoded = DecodeMessage(request.body);
+  auto decoded = DecodeMessage(body);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
-    return Json(400, EncodeError(failure->id, failure->code, failure->message));
+    decision.action = Json(400, EncodeError(failure->id, failure->code, failure->message));
+    return decision;
   }
-  RpcMessage& message = std::get<RpcMessage>(decoded);
+  return HandleMessage(account, headers, std::get<RpcMessage>(std::move(decoded)));
+}
 
+PostDecision McpDispatcher::HandleMessage(const std::string& account,
+                                          const AgentHeaders& headers,
+                                          RpcMessage message) const {
+  PostDecision decision;
   if (message.kind == RpcMessage::Kind::kRequest && message.method == "initialize") {
-    return Initialize(request.account, message);
+    decision.action = Initialize(account, message, &decision.session);
+    decision.new_session = true;
+    return decision;
   }
   bool known = message.kind != RpcMessage::Kind::kRequest || IsForwarded(message.method) ||
                IsKnownLocal(message.method);
-  if (!known && !request.session_id) {
+  if (!known && !headers.session_id) {
     // server/discover and other probes: -32601 at once, so that a client that
     // probes (Claude Code) falls back to initialize without waiting.
-    return Json(400, EncodeError(message.id, kMethodNotFound,
-                                 absl::StrCat("Method not found: ", message.method)));
+    decision.action = Json(400, EncodeError(message.id, kMethodNotFound,
+                                            absl::StrCat("Method not found: ", message.method)));
+    return decision;
   }
-  if (auto bad = CheckSession(request.account, request.session_id, message.id)) {
-    return *std::move(bad);
+  if (auto bad = CheckSession(account, headers.session_id, message.id)) {
+    decision.action = *std::move(bad);
+    return decision;
   }
-  if (message.kind != RpcMessage::Kind::kRequest) {
-    return Json(202, "");
+  decision.session = *headers.session_id;
+  SessionEffect& effect = decision.effect;
+
+  if (message.kind == RpcMessage::Kind::kResponse) {
+    // An answer to a tab's request (sampling, elicitation, roots).
+    if (ParseTabRequestId(message.id, &effect.call_id, &effect.tab_request_id)) {
+      effect.kind = SessionEffect::Kind::kAgentReply;
+      effect.is_error = message.is_error;
+      effect.payload = DumpJson(message.payload);
+    }
+    decision.action = Json(202, "");
+    return decision;
   }
+  if (message.kind == RpcMessage::Kind::kNotification) {
+    if (message.method == "notifications/cancelled" && message.params.is_object() &&
+        message.params.contains("requestId")) {
+      effect.kind = SessionEffect::Kind::kAgentCancel;
+      effect.value = DumpJson(message.params["requestId"]);
+      if (const std::string* reason = StringParam(message.params, "reason")) {
+        effect.reason = *reason;
+      }
+    }
+    decision.action = Json(202, "");
+    return decision;
+  }
+
   const std::string& method = message.method;
   if (IsForwarded(method)) {
     ForwardPlan plan;
-    plan.id = std::move(message.id);
     plan.is_tool_call = method == "tools/call";
-    plan.request.account = request.account;
-    plan.request.session_id = *request.session_id;
+    plan.request.account = account;
+    plan.request.session_id = decision.session;
     plan.request.method = method;
+    plan.request.request_id = DumpJson(message.id);
+    if (message.params.is_object()) {
+      // The agent's progress token is replaced by one of the relay's, unique
+      // to this call, so the tab's progress finds its way back.
+      auto meta = message.params.find("_meta");
+      if (meta != message.params.end() && meta->is_object() && meta->contains("progressToken")) {
+        plan.agent_progress_token = (*meta)["progressToken"];
+        plan.request.progress_token =
+            absl::StrCat("relay-", common::HexEncode(common::RandomBytes(12)));
+        (*meta)["progressToken"] = plan.request.progress_token;
+      }
+    }
     if (!message.params.is_null()) {
       plan.request.params = DumpJson(message.params);
     }
-    return plan;
+    plan.id = std::move(message.id);
+    decision.action = std::move(plan);
+    return decision;
   }
-  if (method == "ping" || method == "resources/subscribe" || method == "resources/unsubscribe" ||
-      method == "logging/setLevel") {
-    return Json(200, EncodeResult(message.id, "{}"));
+  if (method == "resources/subscribe" || method == "resources/unsubscribe") {
+    const std::string* uri = StringParam(message.params, "uri");
+    if (uri == nullptr) {
+      decision.action = Json(200, EncodeError(message.id, kInvalidParams, "params.uri is required"));
+      return decision;
+    }
+    effect.kind = method == "resources/subscribe" ? SessionEffect::Kind::kSubscribe
+                                                  : SessionEffect::Kind::kUnsubscribe;
+    effect.value = *uri;
+    decision.action = Json(200, EncodeResult(message.id, "{}"));
+    return decision;
+  }
+  if (method == "logging/setLevel") {
+    const std::string* level = StringParam(message.params, "level");
+    if (level == nullptr || !IsLogLevel(*level)) {
+      decision.action = Json(200, EncodeError(message.id, kInvalidParams,
+                                              "params.level must be an RFC 5424 level name"));
+      return decision;
+    }
+    effect.kind = SessionEffect::Kind::kLogLevel;
+    effect.value = *level;
+    decision.action = Json(200, EncodeResult(message.id, "{}"));
+    return decision;
+  }
+  if (method == "ping") {
+    decision.action = Json(200, EncodeResult(message.id, "{}"));
+    return decision;
   }
   std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
+  const std::string* list = nullptr;
+  absl::string_view member;
   if (method == "tools/list") {
-    return Json(200, EncodeResult(message.id, absl::StrCat(R"({"tools":)", catalogue->tools, "}")));
+    list = &catalogue->tools;
+    member = "tools";
+  } else if (method == "resources/list") {
+    list = &catalogue->resources;
+    member = "resources";
+  } else if (method == "resources/templates/list") {
+    list = &catalogue->resource_templates;
+    member = "resourceTemplates";
+  } else if (method == "prompts/list") {
+    list = &catalogue->prompts;
+    member = "prompts";
   }
-  if (method == "resources/list") {
-    return Json(200, EncodeResult(message.id,
-                                  absl::StrCat(R"({"resources":)", catalogue->resources, "}")));
+  if (list != nullptr) {
+    decision.action =
+        Json(200, EncodeResult(message.id, absl::StrCat(R"({")", member, R"(":)", *list, "}")));
+    return decision;
   }
-  if (method == "resources/templates/list") {
-    return Json(200, EncodeResult(message.id, absl::StrCat(R"({"resourceTemplates":)",
-                                                           catalogue->resource_templates, "}")));
+  decision.action = Json(200, EncodeError(message.id, kMethodNotFound,
+                                          absl::StrCat("Method not found: ", method)));
+  return decision;
+}
+
+std::variant<HttpReply, StreamPlan> McpDispatcher::HandleGet(const std::string& account,
+                                                             const AgentHeaders& headers) const {
+  if (auto bad = CheckVersionHeader(headers.protocol_version)) {
+    return *std::move(bad);
   }
-  if (method == "prompts/list") {
-    return Json(200,
-                EncodeResult(message.id, absl::StrCat(R"({"prompts":)", catalogue->prompts, "}")));
+  if (!headers.accepts_sse) {
+    return Json(406, EncodeError(nullptr, kInvalidRequest,
+                                 "Not Acceptable: GET opens an event stream; send "
+                                 "Accept: text/event-stream"));
   }
-  return Json(200, EncodeError(message.id, kMethodNotFound,
-                               absl::StrCat("Method not found: ", method)));
+  if (auto bad = CheckSession(account, headers.session_id, nullptr)) {
+    return *std::move(bad);
+  }
+  return StreamPlan{*headers.session_id};
 }
 
 HttpReply McpDispatcher::HandleDelete(const std::string& account,
-                                      const std::optional<std::string>& session_id,
-                                      const std::optional<std::string>& protocol_version) const {
-  if (auto bad = CheckVersionHeader(protocol_version)) {
+                                      const AgentHeaders& headers) const {
+  if (auto bad = CheckVersionHeader(headers.protocol_version)) {
     return *std::move(bad);
   }
-  if (auto bad = CheckSession(account, session_id, nullptr)) {
+  if (auto bad = CheckSession(account, headers.session_id, nullptr)) {
     return *std::move(bad);
   }
   return Json(204, "");
@@ -179,6 +310,14 @@ HttpReply McpDispatcher::Failure(const ForwardPlan& plan, int code, absl::string
 HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome outcome) const {
   switch (outcome.kind) {
     case ForwardOutcome::Kind::kResult:
+      if (!outcome.view_line.empty()) {
+        // The view changed since this session's last tool result: say so once.
+        auto result = nlohmann::json::parse(outcome.payload, nullptr, false);
+        if (result.is_object() && result.contains("content") && result["content"].is_array()) {
+          result["content"].push_back({{"type", "text"}, {"text", outcome.view_line}});
+          return Json(200, EncodeResult(plan.id, DumpJson(result)));
+        }
+      }
       return Json(200, EncodeResult(plan.id, outcome.payload));
     case ForwardOutcome::Kind::kError:
       return Json(200, EncodeRawError(plan.id, outcome.payload));
@@ -203,8 +342,24 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
       return Failure(plan, kInternalError,
                      "The relay is restarting and could not reach the editor. Try again in a "
                      "moment.");
+    case ForwardOutcome::Kind::kSessionEnded:
+      return Json(404, EncodeError(plan.id, -32001, "Session not found; initialize a new session"));
   }
   return Failure(plan, kInternalError, "internal error");
+}
+
+std::string McpDispatcher::AgentEvent(const ForwardPlan& plan, std::string message) const {
+  if (plan.agent_progress_token.is_null() ||
+      message.find("notifications/progress") == std::string::npos) {
+    return message;
+  }
+  auto parsed = nlohmann::json::parse(message, nullptr, false);
+  if (!parsed.is_object() || parsed.value("method", "") != "notifications/progress" ||
+      !parsed.contains("params") || !parsed["params"].is_object()) {
+    return message;
+  }
+  parsed["params"]["progressToken"] = plan.agent_progress_token;
+  return DumpJson(parsed);
 }
 
 }  // namespace relay::gateway

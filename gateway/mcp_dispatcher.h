@@ -1,22 +1,26 @@
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <optional>
 #include <string>
-#include <string_view>
 #include <variant>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "gateway/catalogue.h"
 #include "gateway/jsonrpc.h"
 #include "gateway/router_client.h"
 #include "gateway/session_id.h"
+#include "gateway/session_state.h"
 
 namespace relay::gateway {
 
 inline constexpr absl::string_view kDefaultNoTabMessage =
     "No editor is connected for your account. Open the editor and switch the agent on in the "
     "account menu.";
+
+// The prefix of ids the relay gives to a tab's requests toward an agent:
+// "relay/<call id>/<the tab's own id as JSON>".
+inline constexpr absl::string_view kTabRequestIdPrefix = "relay/";
 
 struct DispatchOptions {
   std::string no_tab_message = std::string(kDefaultNoTabMessage);
@@ -25,12 +29,11 @@ struct DispatchOptions {
   std::string server_version = "0.1.0";
 };
 
-// An agent's POST after its bearer was verified.
-struct PostRequest {
-  std::string account;
-  std::optional<std::string> session_id;        // Mcp-Session-Id header
-  std::optional<std::string> protocol_version;  // MCP-Protocol-Version header
-  absl::string_view body;
+// The request headers the agent side cares about.
+struct AgentHeaders {
+  std::optional<std::string> session_id;        // Mcp-Session-Id
+  std::optional<std::string> protocol_version;  // MCP-Protocol-Version
+  bool accepts_sse = false;                     // Accept has text/event-stream
 };
 
 // An HTTP answer the gateway gives without asking anyone.
@@ -44,7 +47,32 @@ struct HttpReply {
 struct ForwardPlan {
   nlohmann::json id;  // the agent's id, restored on the answer
   bool is_tool_call = false;
+  nlohmann::json agent_progress_token;  // restored on progress notifications; null if none
   ForwardRequest request;
+};
+
+// What a request tells the router about its session besides the answer.
+struct SessionEffect {
+  enum class Kind { kNone, kSubscribe, kUnsubscribe, kLogLevel, kAgentReply, kAgentCancel };
+  Kind kind = Kind::kNone;
+  std::string value;  // uri, level, or the agent's request id (JSON) to cancel
+  std::string reason;
+  uint64_t call_id = 0;        // kAgentReply
+  std::string tab_request_id;  // kAgentReply
+  bool is_error = false;       // kAgentReply
+  std::string payload;         // kAgentReply
+};
+
+struct PostDecision {
+  std::variant<HttpReply, ForwardPlan> action;
+  std::string session;       // the verified session the request belongs to, if any
+  bool new_session = false;  // initialize: the router must learn of it now
+  SessionEffect effect;
+};
+
+// A GET that opens the session's stream.
+struct StreamPlan {
+  std::string session;
 };
 
 // The agent side of MCP (2025 revisions) as plain logic: what to answer, or
@@ -52,31 +80,43 @@ struct ForwardPlan {
 class McpDispatcher {
  public:
   McpDispatcher(const SessionIdSigner& signer, const CatalogueFile& catalogue,
-                DispatchOptions options)
-      : signer_(signer), catalogue_(catalogue), options_(std::move(options)) {}
+                const EndedSessions& ended, DispatchOptions options)
+      : signer_(signer), catalogue_(catalogue), ended_(ended), options_(std::move(options)) {}
 
-  std::variant<HttpReply, ForwardPlan> HandlePost(const PostRequest& request) const;
+  PostDecision HandlePost(const std::string& account, const AgentHeaders& headers,
+                          absl::string_view body) const;
+
+  // GET: the session's notification stream, or why not.
+  std::variant<HttpReply, StreamPlan> HandleGet(const std::string& account,
+                                                const AgentHeaders& headers) const;
 
   // DELETE: ends the session (204), or 400/404 as for a POST.
-  HttpReply HandleDelete(const std::string& account, const std::optional<std::string>& session_id,
-                         const std::optional<std::string>& protocol_version) const;
+  HttpReply HandleDelete(const std::string& account, const AgentHeaders& headers) const;
 
   // The agent's answer once the forwarded call ended.
   HttpReply FinishForward(const ForwardPlan& plan, ForwardOutcome outcome) const;
+
+  // A message from the tab for the agent during a call, as the agent must see
+  // it: its own progress token restored.
+  std::string AgentEvent(const ForwardPlan& plan, std::string message) const;
 
   const DispatchOptions& options() const { return options_; }
 
  private:
   std::optional<HttpReply> CheckVersionHeader(const std::optional<std::string>& version) const;
-  // 400 without a session id, 404 for a bad one or another account's.
+  // 400 without a session id, 404 for a bad, ended or another account's one.
   std::optional<HttpReply> CheckSession(const std::string& account,
                                         const std::optional<std::string>& session_id,
                                         const nlohmann::json& id) const;
-  HttpReply Initialize(const std::string& account, const RpcMessage& message) const;
+  HttpReply Initialize(const std::string& account, const RpcMessage& message,
+                       std::string* session) const;
+  PostDecision HandleMessage(const std::string& account, const AgentHeaders& headers,
+                             RpcMessage message) const;
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;
 
   const SessionIdSigner& signer_;
   const CatalogueFile& catalogue_;
+  const EndedSessions& ended_;
   DispatchOptions options_;
 };
 

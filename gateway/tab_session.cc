@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "gateway/jsonrpc.h"
-#include "gateway/tab_registry.h"
+#include "gateway/registry.h"
 
 namespace relay::gateway {
 
@@ -199,6 +199,7 @@ void TabSession::PostAccepted(uint32_t agents) {
     };
     self->Send(EncodeResult(nlohmann::json::parse(self->hello_id_, nullptr, false),
                             DumpJson(result)));
+    self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
     self->state_.metrics.tabs_connected.Add();
     self->counted_ = true;
     common::LogInfo("tab connected", {{"tab", self->tab_id_},
@@ -231,16 +232,122 @@ void TabSession::HandleLive(absl::string_view text) {
     case RpcMessage::Kind::kRequest:
       if (message.method == "sampling/createMessage" || message.method == "elicitation/create" ||
           message.method == "roots/list") {
-        Send(EncodeError(message.id, kInvalidParams,
-                         "no agent call is in progress to send this request to"));
+        HandleRequestToAgent(message);
+      } else if (message.method == "ping") {
+        Send(EncodeResult(message.id, "{}"));
       } else {
         Send(EncodeError(message.id, kMethodNotFound,
                          absl::StrCat("Method not found: ", message.method)));
       }
       return;
     case RpcMessage::Kind::kNotification:
+      HandleNotification(message);
       return;
   }
+}
+
+namespace {
+
+// _meta[key] of params, if params._meta is an object that has it.
+const nlohmann::json* Meta(const nlohmann::json& params, const char* key) {
+  if (!params.is_object()) {
+    return nullptr;
+  }
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) {
+    return nullptr;
+  }
+  auto it = meta->find(key);
+  return it == meta->end() ? nullptr : &*it;
+}
+
+bool IsTabNotification(absl::string_view method) {
+  return method == "notifications/resources/updated" ||
+         method == "notifications/resources/list_changed" ||
+         method == "notifications/tools/list_changed" ||
+         method == "notifications/prompts/list_changed" || method == "notifications/progress" ||
+         method == "notifications/message";
+}
+
+}  // namespace
+
+void TabSession::HandleNotification(RpcMessage& message) {
+  if (!IsTabNotification(message.method)) {
+    return;  // not for agents (e.g. the tab's own notifications/initialized)
+  }
+  TabNote note;
+  note.tab_id = tab_id_;
+  note.method = message.method;
+  const nlohmann::json& params = message.params;
+  if (params.is_object()) {
+    if (auto it = params.find("uri"); it != params.end() && it->is_string()) {
+      note.uri = it->get<std::string>();
+    }
+    if (auto it = params.find("level"); it != params.end() && it->is_string()) {
+      note.level = it->get<std::string>();
+    }
+    if (auto it = params.find("progressToken"); it != params.end() && it->is_string()) {
+      note.progress_token = it->get<std::string>();
+    }
+  }
+  if (const nlohmann::json* line = Meta(params, "relay/line"); line && line->is_string()) {
+    note.line = line->get<std::string>();
+  }
+  if (const nlohmann::json* call = Meta(params, "relay/requestId");
+      call && call->is_number_unsigned()) {
+    note.call_id = call->get<uint64_t>();
+  }
+  if (note.method == "notifications/resources/updated" && note.uri.empty()) {
+    return;
+  }
+  note.params = params.is_null() ? "{}" : DumpJson(params);
+  state_.router->TabNotify(announcement_.account, std::move(note));
+}
+
+void TabSession::HandleRequestToAgent(RpcMessage& message) {
+  const nlohmann::json* call = Meta(message.params, "relay/requestId");
+  if (call == nullptr || !call->is_number_unsigned()) {
+    Send(EncodeError(message.id, kInvalidParams,
+                     "requests to the agent need params._meta[\"relay/requestId\"] naming the "
+                     "call in progress"));
+    return;
+  }
+  uint64_t call_id = call->get<uint64_t>();
+  std::string tab_request_id = DumpJson(message.id);
+  // The agent sees an id that names the call and the tab's own id, so its
+  // answer finds the way back through any gateway.
+  nlohmann::json params = std::move(message.params);
+  params["_meta"].erase("relay/requestId");
+  if (params["_meta"].empty()) {
+    params.erase("_meta");
+  }
+  nlohmann::json request = {
+      {"jsonrpc", "2.0"},
+      {"id", absl::StrCat("relay/", call_id, "/", tab_request_id)},
+      {"method", message.method},
+      {"params", std::move(params)},
+  };
+  state_.router->TabRequest(announcement_.account, tab_id_, call_id, DumpJson(request),
+                            tab_request_id);
+}
+
+void TabSession::PostAgents(uint32_t count) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), count] {
+    if (self->phase_ == State::kLive) {
+      self->Send(EncodeNotification("relay/agents", {{"count", count}}));
+    }
+  });
+}
+
+void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::string payload) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), id = std::move(tab_request_id),
+                                  is_error, payload = std::move(payload)] {
+    if (self->phase_ != State::kLive) {
+      return;
+    }
+    auto parsed_id = nlohmann::json::parse(id, nullptr, false);
+    self->Send(is_error ? EncodeRawError(parsed_id, payload) : EncodeResult(parsed_id, payload));
+  });
 }
 
 void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {

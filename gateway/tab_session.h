@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "gateway/auth_client.h"
 #include "gateway/gateway_state.h"
+#include "gateway/jsonrpc.h"
 #include "gateway/router_client.h"
 
 namespace relay::gateway {
@@ -33,6 +34,9 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void PostDeliver(uint64_t call_id, std::string method, std::string params);
   void PostCancel(uint64_t call_id, std::string reason);
   void PostDisplace(std::string reason);
+  void PostAgents(uint32_t count);
+  // The agent's (or the relay's) answer to one of the tab's requests.
+  void PostResponse(std::string tab_request_id, bool is_error, std::string payload);
   void PostLinkDown(size_t shard);
   void PostReannounce(size_t shard);
   // Shutdown: close with 1001 so the tab reconnects elsewhere.
@@ -49,6 +53,8 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void HandleHello(absl::string_view text);
   void OnRedeemed(AuthVerdict verdict);
   void HandleLive(absl::string_view text);
+  void HandleNotification(RpcMessage& message);
+  void HandleRequestToAgent(RpcMessage& message);
 
   void Send(std::string text);
   void DoWrite();

@@ -1,5 +1,9 @@
 // relay-router: account -> tab routing and forwarding between gateways.
+#include <thread>
+
 #include <grpcpp/grpcpp.h>
+
+#include "absl/synchronization/notification.h"
 
 #include "absl/flags/flag.h"
 #include "common/flags.h"
@@ -36,7 +40,17 @@ int main(int argc, char** argv) {
     common::LogInfo("metrics listening", {{"port", static_cast<int64_t>(metrics->port())}});
   }
 
+  // Idle agent sessions stop counting after a minute; tabs hear of it.
+  absl::Notification stop_sweeping;
+  std::thread sweeper([&] {
+    while (!stop_sweeping.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+      state.Sweep();
+    }
+  });
+
   common::WaitForStopSignal();
+  stop_sweeping.Notify();
+  sweeper.join();
   common::LogInfo("stopping");
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;

@@ -1,5 +1,6 @@
 #include "router/router_service.h"
 
+#include <atomic>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +76,19 @@ void FailCalls(const std::vector<CallSink*>& sinks, CallOutcome::Kind kind) {
   }
 }
 
+std::string Notification(absl::string_view method, absl::string_view params) {
+  return absl::StrCat(R"({"jsonrpc":"2.0","method":")", method, R"(","params":)",
+                      params.empty() ? "{}" : params, "}");
+}
+
+// The notifications a tab may send toward agents; anything else is dropped by
+// the gateway before it gets here.
+bool IsListChanged(absl::string_view method) {
+  return method == "notifications/resources/list_changed" ||
+         method == "notifications/tools/list_changed" ||
+         method == "notifications/prompts/list_changed";
+}
+
 // One gateway's link. Lives until OnDone.
 class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCommand> {
  public:
@@ -105,7 +119,9 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
   }
 
  private:
-  void Handle(const GatewayEvent& event) {
+  void Handle(GatewayEvent& event) {
+    absl::Time now = absl::Now();
+    SessionTable& sessions = state_.sessions();
     switch (event.event_case()) {
       case GatewayEvent::kHello:
         gateway_id_ = event.hello().gateway_id();
@@ -120,29 +136,59 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
         FailCalls(state_.calls().TakeAllOf(ref), CallOutcome::Kind::kTabGone);
         break;
       }
-      case GatewayEvent::kTabReply: {
-        const auto& reply = event.tab_reply();
-        // Only the call's own tab may answer it: the sender's link must match.
-        CallSink* sink = nullptr;
-        TabRef expected;
-        {
-          auto [taken, tab] = state_.calls().TakeAny(reply.call_id());
-          sink = taken;
-          expected = tab;
+      case GatewayEvent::kTabReply:
+        OnTabReply(*event.mutable_tab_reply());
+        break;
+      case GatewayEvent::kSessionTouch:
+        state_.NotifyAgents(sessions.Touch(event.session_touch().session_id(),
+                                           event.session_touch().account(), now));
+        break;
+      case GatewayEvent::kSessionEnd: {
+        state_.NotifyAgents(sessions.End(event.session_end().session_id()));
+        RouterCommand ended;
+        ended.mutable_session_ended()->set_session_id(event.session_end().session_id());
+        for (const auto& link : state_.AllLinks()) {
+          link->Send(ended);
         }
-        if (sink == nullptr) {
-          break;  // cancelled or timed out meanwhile: the answer is dropped
-        }
-        if (expected.link_id != link_id_) {
-          common::LogWarn("answer from the wrong gateway dropped", {{"gateway", gateway_id_}});
-          sink->Complete(CallOutcome{CallOutcome::Kind::kTabGone, {}});
-          break;
-        }
-        sink->Complete(CallOutcome{
-            reply.is_error() ? CallOutcome::Kind::kError : CallOutcome::Kind::kResult,
-            reply.payload()});
         break;
       }
+      case GatewayEvent::kStreamOpen: {
+        const auto& open = event.stream_open();
+        std::vector<std::string> changed;
+        state_.Deliver(sessions.OpenStream(open.session_id(), open.account(),
+                                           StreamRef{link_id_, open.stream_id()},
+                                           open.last_event_id(), now, &changed));
+        state_.NotifyAgents(changed);
+        break;
+      }
+      case GatewayEvent::kStreamClose:
+        state_.NotifyAgents(sessions.CloseStream(event.stream_close().session_id(),
+                                                 StreamRef{link_id_, event.stream_close().stream_id()},
+                                                 now));
+        break;
+      case GatewayEvent::kSessionSubscribe: {
+        const auto& sub = event.session_subscribe();
+        sessions.Subscribe(sub.session_id(), sub.account(), sub.uri(), sub.subscribe(), now);
+        break;
+      }
+      case GatewayEvent::kSessionLogLevel: {
+        const auto& level = event.session_log_level();
+        sessions.SetLogLevel(level.session_id(), level.account(), LogLevelRank(level.level()),
+                             now);
+        break;
+      }
+      case GatewayEvent::kTabNotification:
+        OnTabNotification(event.tab_notification());
+        break;
+      case GatewayEvent::kTabRequest:
+        OnTabRequest(*event.mutable_tab_request());
+        break;
+      case GatewayEvent::kAgentReply:
+        OnAgentReply(*event.mutable_agent_reply());
+        break;
+      case GatewayEvent::kAgentCancel:
+        OnAgentCancel(event.agent_cancel());
+        break;
       case GatewayEvent::EVENT_NOT_SET:
         break;
     }
@@ -161,18 +207,122 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
     record.client_version = up.client_version();
     record.connected_at = absl::Now();
     std::optional<TabRecord> displaced = state_.table().Attach(std::move(record));
-    if (displaced) {
+    if (displaced && !(displaced->ref == TabRef{link_id_, up.tab_id()})) {
       FailCalls(state_.calls().TakeAllOf(displaced->ref), CallOutcome::Kind::kDisplaced);
-      if (auto link = state_.FindLink(displaced->ref.link_id)) {
-        RouterCommand command;
-        command.mutable_displace()->set_tab_id(displaced->ref.tab_id);
-        command.mutable_displace()->set_reason("another tab switched the agent on");
-        link->Send(std::move(command));
-      }
+      RouterCommand command;
+      command.mutable_displace()->set_tab_id(displaced->ref.tab_id);
+      command.mutable_displace()->set_reason("another tab switched the agent on");
+      state_.SendTo(displaced->ref.link_id, std::move(command));
     }
     RouterCommand accepted;
     accepted.mutable_tab_accepted()->set_tab_id(up.tab_id());
+    accepted.mutable_tab_accepted()->set_agents(
+        state_.sessions().AgentCount(up.account(), absl::Now()));
     outbox_->Send(std::move(accepted));
+  }
+
+  void OnTabReply(relay::v1::TabReply& reply) {
+    // Only the call's own tab may answer it: the sender's link must match.
+    auto [sink, tab] = state_.calls().TakeAny(reply.call_id());
+    if (sink == nullptr) {
+      return;  // cancelled or timed out meanwhile: the answer is dropped
+    }
+    if (tab.link_id != link_id_) {
+      common::LogWarn("answer from the wrong gateway dropped", {{"gateway", gateway_id_}});
+      sink->Complete(CallOutcome{CallOutcome::Kind::kTabGone, {}});
+      return;
+    }
+    sink->Complete(CallOutcome{
+        reply.is_error() ? CallOutcome::Kind::kError : CallOutcome::Kind::kResult,
+        std::move(*reply.mutable_payload())});
+  }
+
+  void OnTabNotification(const relay::v1::TabNotification& note) {
+    TabRef tab{link_id_, note.tab_id()};
+    std::optional<std::string> account = state_.table().AccountOf(tab);
+    if (!account) {
+      return;  // displaced or gone: its news are stale
+    }
+    const std::string& method = note.method();
+    std::string message = Notification(method, note.params());
+    SessionTable& sessions = state_.sessions();
+    if (method == "notifications/resources/updated") {
+      state_.Deliver(sessions.ToSubscribers(*account, note.uri(), message));
+      sessions.SetPendingLine(*account, note.line().empty()
+                                            ? absl::StrCat("The view changed: ", note.uri())
+                                            : note.line());
+    } else if (IsListChanged(method)) {
+      state_.Deliver(sessions.Broadcast(*account, message));
+    } else if (method == "notifications/progress") {
+      uint64_t call = state_.calls().FindByProgressToken(note.progress_token());
+      state_.calls().With(call, &tab, [&message](CallSink& sink, const CallInfo&, const TabRef&) {
+        sink.Event(message);
+      });
+    } else if (method == "notifications/message") {
+      if (note.call_id() != 0) {
+        state_.calls().With(note.call_id(), &tab,
+                            [&message](CallSink& sink, const CallInfo&, const TabRef&) {
+                              sink.Event(message);
+                            });
+      } else {
+        state_.Deliver(sessions.ToLogLevel(*account, LogLevelRank(note.level()), message));
+      }
+    }
+  }
+
+  void OnTabRequest(relay::v1::TabRequest& request) {
+    TabRef tab{link_id_, request.tab_id()};
+    bool sent = state_.calls().With(request.call_id(), &tab,
+                                    [&request](CallSink& sink, const CallInfo&, const TabRef&) {
+                                      sink.Event(std::move(*request.mutable_message()));
+                                    });
+    if (!sent) {
+      RouterCommand command;
+      auto* response = command.mutable_tab_response();
+      response->set_tab_id(request.tab_id());
+      response->set_tab_request_id(request.tab_request_id());
+      response->set_is_error(true);
+      response->set_payload(
+          R"({"code":-32602,"message":"no agent call in progress with that relay/requestId"})");
+      outbox_->Send(std::move(command));
+    }
+  }
+
+  void OnAgentReply(relay::v1::AgentReply& reply) {
+    TabRef tab;
+    bool found = state_.calls().With(
+        reply.call_id(), nullptr,
+        [&reply, &tab](CallSink&, const CallInfo& info, const TabRef& ref) {
+          // Only the session that made the call may answer its tab's requests.
+          if (info.session == reply.session_id()) {
+            tab = ref;
+          }
+        });
+    if (!found || tab.link_id == 0) {
+      return;
+    }
+    RouterCommand command;
+    auto* response = command.mutable_tab_response();
+    response->set_tab_id(tab.tab_id);
+    response->set_tab_request_id(reply.tab_request_id());
+    response->set_is_error(reply.is_error());
+    response->set_payload(std::move(*reply.mutable_payload()));
+    state_.SendTo(tab.link_id, std::move(command));
+  }
+
+  void OnAgentCancel(const relay::v1::AgentCancel& cancel) {
+    uint64_t call = state_.calls().FindByRequest(cancel.session_id(), cancel.request_id());
+    auto [sink, tab] = state_.calls().TakeAny(call);
+    if (sink == nullptr) {
+      return;
+    }
+    RouterCommand command;
+    command.mutable_cancel()->set_tab_id(tab.tab_id);
+    command.mutable_cancel()->set_call_id(call);
+    command.mutable_cancel()->set_reason(cancel.reason().empty() ? "the agent cancelled the request"
+                                                                 : cancel.reason());
+    state_.SendTo(tab.link_id, std::move(command));
+    sink->Complete(CallOutcome{CallOutcome::Kind::kCancelled, {}});
   }
 
   // Idempotent: the link ends through a failed read, a cancel or OnDone.
@@ -185,6 +335,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
     for (const TabRecord& tab : state_.table().DetachLink(link_id_)) {
       FailCalls(state_.calls().TakeAllOf(tab.ref), CallOutcome::Kind::kTabGone);
     }
+    state_.NotifyAgents(state_.sessions().CloseLink(link_id_, absl::Now()));
     common::LogInfo("gateway unlinked", {{"gateway", gateway_id_}});
     Finish(grpc::Status::OK);
   }
@@ -198,23 +349,32 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
   std::atomic<bool> ended_{false};
 };
 
-// One forwarded call. Lives until OnDone; exactly one party completes it (see
-// CallRegistry), so Finish is called exactly once.
+// One forwarded call. Lives until OnDone. Exactly one party completes it (see
+// CallRegistry), so the final write happens once; events before it queue up.
 class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, public CallSink {
  public:
   ForwardReactor(RouterState& state, grpc::CallbackServerContext* context,
                  const relay::v1::ForwardRequest& request)
       : state_(state), context_(context) {
     state_.metrics().forwards.Add();
+    if (state_.sessions().IsEnded(request.session_id())) {
+      Complete(CallOutcome{CallOutcome::Kind::kSessionEnded, {}});
+      return;
+    }
     std::optional<TabRef> tab = state_.table().Find(request.account());
     std::shared_ptr<LinkOutbox> link = tab ? state_.FindLink(tab->link_id) : nullptr;
     if (link == nullptr) {
       Complete(CallOutcome{CallOutcome::Kind::kNoTab, {}});
       return;
     }
+    session_ = request.session_id();
+    is_tool_call_ = request.method() == "tools/call";
     // Once Deliver is sent the call may complete and this reactor go away on
     // another thread: touch no member after Send.
-    uint64_t call_id = state_.calls().Add(*tab, this);
+    uint64_t call_id = state_.calls().Add(
+        *tab, this,
+        CallInfo{request.session_id(), request.request_id(), request.progress_token(),
+                 is_tool_call_});
     call_id_ = call_id;
     RouterCommand command;
     auto* deliver = command.mutable_deliver();
@@ -225,31 +385,70 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
     link->Send(std::move(command));
   }
 
-  void Complete(CallOutcome outcome) override {
+  void Event(std::string message) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    events_.emplace_back();
+    events_.back().set_message(std::move(message));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&events_.front());
+    }
+  }
+
+  void Complete(CallOutcome outcome) override ABSL_LOCKS_EXCLUDED(mu_) {
     RouterState::Metrics& m = state_.metrics();
     switch (outcome.kind) {
       case CallOutcome::Kind::kResult:
         m.results.Add();
-        out_.set_result(std::move(outcome.payload));
+        if (is_tool_call_) {
+          final_.set_view_line(state_.sessions().TakePendingLine(session_));
+        }
+        final_.set_result(std::move(outcome.payload));
         break;
       case CallOutcome::Kind::kError:
         m.errors.Add();
-        out_.set_error(std::move(outcome.payload));
+        final_.set_error(std::move(outcome.payload));
         break;
       case CallOutcome::Kind::kNoTab:
         m.no_tab.Add();
-        out_.mutable_failure()->set_reason(relay::v1::Failure::REASON_NO_TAB);
+        final_.mutable_failure()->set_reason(relay::v1::Failure::REASON_NO_TAB);
         break;
       case CallOutcome::Kind::kTabGone:
         m.tab_gone.Add();
-        out_.mutable_failure()->set_reason(relay::v1::Failure::REASON_TAB_GONE);
+        final_.mutable_failure()->set_reason(relay::v1::Failure::REASON_TAB_GONE);
         break;
       case CallOutcome::Kind::kDisplaced:
         m.displaced.Add();
-        out_.mutable_failure()->set_reason(relay::v1::Failure::REASON_DISPLACED);
+        final_.mutable_failure()->set_reason(relay::v1::Failure::REASON_DISPLACED);
+        break;
+      case CallOutcome::Kind::kCancelled:
+        m.cancelled.Add();
+        final_.mutable_failure()->set_reason(relay::v1::Failure::REASON_CANCELLED);
+        break;
+      case CallOutcome::Kind::kSessionEnded:
+        final_.mutable_failure()->set_reason(relay::v1::Failure::REASON_SESSION_ENDED);
         break;
     }
-    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+    absl::MutexLock lock(&mu_);
+    final_ready_ = true;
+    if (!writing_) {
+      writing_ = true;
+      StartWriteAndFinish(&final_, grpc::WriteOptions(), grpc::Status::OK);
+    }
+  }
+
+  void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    events_.pop_front();
+    if (!events_.empty()) {
+      StartWrite(&events_.front());
+    } else if (final_ready_) {
+      StartWriteAndFinish(&final_, grpc::WriteOptions(), grpc::Status::OK);
+    } else if (cancelled_) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    } else {
+      writing_ = false;
+    }
   }
 
   void OnCancel() override {
@@ -259,18 +458,22 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
     if (sink == nullptr) {
       return;
     }
-    if (auto link = state_.FindLink(tab.link_id)) {
-      RouterCommand command;
-      auto* cancel = command.mutable_cancel();
-      cancel->set_tab_id(tab.tab_id);
-      cancel->set_call_id(call_id_);
-      cancel->set_reason(context_->deadline() <= std::chrono::system_clock::now()
-                             ? "the call's deadline passed"
-                             : "the agent cancelled the request");
-      link->Send(std::move(command));
-    }
+    RouterCommand command;
+    auto* cancel = command.mutable_cancel();
+    cancel->set_tab_id(tab.tab_id);
+    cancel->set_call_id(call_id_);
+    cancel->set_reason(context_->deadline() <= std::chrono::system_clock::now()
+                           ? "the call's deadline passed"
+                           : "the agent cancelled the request");
+    state_.SendTo(tab.link_id, std::move(command));
     state_.metrics().cancelled.Add();
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    absl::MutexLock lock(&mu_);
+    if (writing_) {
+      cancelled_ = true;  // finished once the write in flight is done
+    } else {
+      writing_ = true;
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    }
   }
 
   void OnDone() override { delete this; }
@@ -279,7 +482,14 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
   RouterState& state_;
   grpc::CallbackServerContext* context_;
   uint64_t call_id_ = 0;
-  ForwardEvent out_;
+  std::string session_;
+  bool is_tool_call_ = false;
+  absl::Mutex mu_;
+  std::deque<ForwardEvent> events_ ABSL_GUARDED_BY(mu_);
+  ForwardEvent final_;
+  bool final_ready_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
@@ -299,6 +509,54 @@ void RouterState::RemoveLink(uint64_t link_id) {
   links_.erase(link_id);
 }
 
+std::shared_ptr<LinkOutbox> RouterState::FindLink(uint64_t link_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = links_.find(link_id);
+  return it == links_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<LinkOutbox>> RouterState::AllLinks() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<LinkOutbox>> out;
+  for (const auto& [id, link] : links_) {
+    out.push_back(link);
+  }
+  return out;
+}
+
+void RouterState::SendTo(uint64_t link_id, RouterCommand command) {
+  if (auto link = FindLink(link_id)) {
+    link->Send(std::move(command));
+  }
+}
+
+void RouterState::NotifyAgents(const std::vector<std::string>& accounts) {
+  absl::Time now = absl::Now();
+  for (const std::string& account : accounts) {
+    std::optional<TabRef> tab = table_.Find(account);
+    if (!tab) {
+      continue;
+    }
+    RouterCommand command;
+    command.mutable_agents()->set_tab_id(tab->tab_id);
+    command.mutable_agents()->set_count(sessions_.AgentCount(account, now));
+    SendTo(tab->link_id, std::move(command));
+  }
+}
+
+void RouterState::Deliver(const std::vector<StreamDelivery>& deliveries) {
+  for (const StreamDelivery& d : deliveries) {
+    RouterCommand command;
+    auto* event = command.mutable_stream_event();
+    event->set_stream_id(d.stream.stream_id);
+    event->set_event_id(d.event_id);
+    event->set_message(d.message);
+    SendTo(d.stream.link_id, std::move(command));
+  }
+}
+
+void RouterState::Sweep() { NotifyAgents(sessions_.Sweep(absl::Now())); }
+
 std::string RouterState::RenderMetrics() const {
   common::MetricsText text;
   size_t links = 0;
@@ -307,25 +565,20 @@ std::string RouterState::RenderMetrics() const {
     links = links_.size();
   }
   text.Add("relay_router_links", "Gateways linked to this router.", "gauge", links);
-  text.Add("relay_router_tabs", "Tabs known to this router.", "gauge",
-           table_.List("").size());
+  text.Add("relay_router_tabs", "Tabs known to this router.", "gauge", table_.List("").size());
+  text.Add("relay_router_sessions", "Agent sessions known to this router.", "gauge",
+           sessions_.size());
   text.Add("relay_router_forwards_total", "Forwarded agent requests.", "counter",
            metrics_.forwards.value());
   const std::pair<const char*, const common::Counter*> outcomes[] = {
-      {"result", &metrics_.results},     {"error", &metrics_.errors},
-      {"no_tab", &metrics_.no_tab},      {"tab_gone", &metrics_.tab_gone},
+      {"result", &metrics_.results},      {"error", &metrics_.errors},
+      {"no_tab", &metrics_.no_tab},       {"tab_gone", &metrics_.tab_gone},
       {"displaced", &metrics_.displaced}, {"cancelled", &metrics_.cancelled}};
   for (const auto& [name, counter] : outcomes) {
     text.Add("relay_router_forward_outcomes_total", "How forwarded requests ended.", "counter",
              counter->value(), absl::StrCat("outcome=\"", name, "\""));
   }
   return text.str();
-}
-
-std::shared_ptr<LinkOutbox> RouterState::FindLink(uint64_t link_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = links_.find(link_id);
-  return it == links_.end() ? nullptr : it->second;
 }
 
 grpc::ServerBidiReactor<GatewayEvent, RouterCommand>* RouterService::Link(

@@ -2,20 +2,24 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "common/metrics.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
 #include "relay/v1/router.grpc.pb.h"
 #include "router/call_registry.h"
 #include "router/routing_table.h"
+#include "router/session_table.h"
 
 namespace relay::router {
 
 class LinkOutbox;
 
 // Everything the router knows; all of it soft state, rebuilt from the gateways.
+// Thread-safe: each part has its own lock, held only for map operations.
 class RouterState {
  public:
   RouterState();
@@ -23,6 +27,21 @@ class RouterState {
 
   RoutingTable& table() { return table_; }
   CallRegistry& calls() { return calls_; }
+  SessionTable& sessions() { return sessions_; }
+
+  uint64_t AddLink(std::shared_ptr<LinkOutbox> outbox) ABSL_LOCKS_EXCLUDED(mu_);
+  void RemoveLink(uint64_t link_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Null when the link has ended.
+  std::shared_ptr<LinkOutbox> FindLink(uint64_t link_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::shared_ptr<LinkOutbox>> AllLinks() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Sends a command to a gateway, if its link is still there.
+  void SendTo(uint64_t link_id, relay::v1::RouterCommand command);
+  // Tells each account's tab its new agent count.
+  void NotifyAgents(const std::vector<std::string>& accounts);
+  void Deliver(const std::vector<StreamDelivery>& deliveries);
+  // Once a second: idle sessions stop counting as agents.
+  void Sweep();
 
   struct Metrics {
     common::Counter forwards;
@@ -34,17 +53,13 @@ class RouterState {
     common::Counter cancelled;
   };
   Metrics& metrics() { return metrics_; }
-  // Prometheus text of the counters and the table's sizes.
+  // Prometheus text of the counters and the tables' sizes.
   std::string RenderMetrics() const ABSL_LOCKS_EXCLUDED(mu_);
-
-  uint64_t AddLink(std::shared_ptr<LinkOutbox> outbox) ABSL_LOCKS_EXCLUDED(mu_);
-  void RemoveLink(uint64_t link_id) ABSL_LOCKS_EXCLUDED(mu_);
-  // Null when the link has ended.
-  std::shared_ptr<LinkOutbox> FindLink(uint64_t link_id) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   RoutingTable table_;
   CallRegistry calls_;
+  SessionTable sessions_;
   Metrics metrics_;
   mutable absl::Mutex mu_;
   uint64_t next_link_id_ ABSL_GUARDED_BY(mu_) = 1;

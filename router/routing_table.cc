@@ -54,6 +54,15 @@ std::optional<TabRef> RoutingTable::Find(const std::string& account) const {
   return it->second.ref;
 }
 
+std::optional<std::string> RoutingTable::AccountOf(const TabRef& ref) const {
+  absl::MutexLock lock(&mu_);
+  auto it = account_of_.find(ref);
+  if (it == account_of_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
 std::vector<TabRecord> RoutingTable::List(const std::string& account) const {
   std::vector<TabRecord> out;
   {

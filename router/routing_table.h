@@ -50,6 +50,9 @@ class RoutingTable {
 
   std::optional<TabRef> Find(const std::string& account) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The account of a tab that is still its account's tab.
+  std::optional<std::string> AccountOf(const TabRef& ref) const ABSL_LOCKS_EXCLUDED(mu_);
+
   // All tabs, or the one of account when it is not empty, ordered by account.
   std::vector<TabRecord> List(const std::string& account) const ABSL_LOCKS_EXCLUDED(mu_);
 

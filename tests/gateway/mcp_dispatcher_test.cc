@@ -19,7 +19,7 @@ class McpDispatcherTest : public ::testing::Test {
     path_ = tmpl;
     std::ofstream(path_) << R"({"tools":[{"name":"get_view"}]})";
     catalogue_ = *CatalogueFile::Open(path_);
-    dispatcher_ = std::make_unique<McpDispatcher>(signer_, *catalogue_, DispatchOptions{});
+    dispatcher_ = std::make_unique<McpDispatcher>(signer_, *catalogue_, ended_, DispatchOptions{});
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
@@ -27,7 +27,12 @@ class McpDispatcherTest : public ::testing::Test {
                                             std::optional<std::string> session = std::nullopt,
                                             std::optional<std::string> version = std::nullopt,
                                             const std::string& account = "alice") {
-    return dispatcher_->HandlePost(PostRequest{account, session, version, body});
+    return Decide(body, session, version, account).action;
+  }
+  PostDecision Decide(const std::string& body, std::optional<std::string> session = std::nullopt,
+                      std::optional<std::string> version = std::nullopt,
+                      const std::string& account = "alice") {
+    return dispatcher_->HandlePost(account, AgentHeaders{session, version, true}, body);
   }
   HttpReply Reply(const std::variant<HttpReply, ForwardPlan>& d) {
     EXPECT_TRUE(std::holds_alternative<HttpReply>(d));
@@ -40,6 +45,7 @@ class McpDispatcherTest : public ::testing::Test {
   }
 
   SessionIdSigner signer_{"test-secret"};
+  EndedSessions ended_;
   std::string path_;
   std::unique_ptr<CatalogueFile> catalogue_;
   std::unique_ptr<McpDispatcher> dispatcher_;
@@ -101,18 +107,18 @@ TEST_F(McpDispatcherTest, ToolCallIsForwardedWithItsParams) {
   EXPECT_EQ(plan.request.method, "tools/call");
   EXPECT_EQ(nlohmann::json::parse(plan.request.params)["name"], "get_view");
 
-  HttpReply done = dispatcher_->FinishForward(plan, {ForwardOutcome::Kind::kResult, R"({"content":[]})"});
+  HttpReply done = dispatcher_->FinishForward(plan, {ForwardOutcome::Kind::kResult, R"({"content":[]})", ""});
   EXPECT_EQ(done.body, R"({"jsonrpc":"2.0","id":5,"result":{"content":[]}})");
 }
 
 TEST_F(McpDispatcherTest, NoTabIsAToolErrorForToolsAndMinus32002Otherwise) {
   auto tool = std::get<ForwardPlan>(Post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}})", Initialize()));
-  auto body = nlohmann::json::parse(dispatcher_->FinishForward(tool, {ForwardOutcome::Kind::kNoTab, ""}).body);
+  auto body = nlohmann::json::parse(dispatcher_->FinishForward(tool, {ForwardOutcome::Kind::kNoTab, "", ""}).body);
   EXPECT_EQ(body["result"]["isError"], true);
   EXPECT_EQ(body["result"]["content"][0]["text"], std::string(kDefaultNoTabMessage));
 
   auto read = std::get<ForwardPlan>(Post(R"({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"editor://view"}})", Initialize()));
-  body = nlohmann::json::parse(dispatcher_->FinishForward(read, {ForwardOutcome::Kind::kNoTab, ""}).body);
+  body = nlohmann::json::parse(dispatcher_->FinishForward(read, {ForwardOutcome::Kind::kNoTab, "", ""}).body);
   EXPECT_EQ(body["error"]["code"], kNoTab);
 }
 
@@ -123,9 +129,56 @@ TEST_F(McpDispatcherTest, ParseErrorIs400WithJsonRpcError) {
 }
 
 TEST_F(McpDispatcherTest, DeleteEndsAValidSession) {
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", Initialize(), std::nullopt).status, 204);
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", std::nullopt, std::nullopt).status, 400);
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", Initialize("bob"), std::nullopt).status, 404);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize(), {}, false}).status, 204);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{}).status, 400);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize("bob"), {}, false}).status,
+            404);
+}
+
+TEST_F(McpDispatcherTest, AnEndedSessionIs404) {
+  std::string session = Initialize();
+  ended_.Add(session);
+  EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})", session)).status, 404);
+}
+
+TEST_F(McpDispatcherTest, ProgressTokenIsReplacedAndRestored) {
+  auto d = Post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"agent-7"}}})", Initialize());
+  const ForwardPlan& plan = std::get<ForwardPlan>(d);
+  ASSERT_FALSE(plan.request.progress_token.empty());
+  auto params = nlohmann::json::parse(plan.request.params);
+  EXPECT_EQ(params["_meta"]["progressToken"], plan.request.progress_token);
+  std::string from_tab = nlohmann::json{{"jsonrpc", "2.0"}, {"method", "notifications/progress"},
+      {"params", {{"progressToken", plan.request.progress_token}, {"progress", 1}}}}.dump();
+  auto to_agent = nlohmann::json::parse(dispatcher_->AgentEvent(plan, from_tab));
+  EXPECT_EQ(to_agent["params"]["progressToken"], "agent-7");
+  EXPECT_EQ(to_agent["params"]["progress"], 1);
+}
+
+TEST_F(McpDispatcherTest, ViewLineIsAppendedToAToolResult) {
+  auto d = Post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}})", Initialize());
+  const ForwardPlan& plan = std::get<ForwardPlan>(d);
+  auto body = nlohmann::json::parse(dispatcher_->FinishForward(
+      plan, {ForwardOutcome::Kind::kResult, R"({"content":[{"type":"text","text":"a"}]})",
+             "The user switched to the Sound tab."}).body);
+  ASSERT_EQ(body["result"]["content"].size(), 2u);
+  EXPECT_EQ(body["result"]["content"][1]["text"], "The user switched to the Sound tab.");
+}
+
+TEST_F(McpDispatcherTest, SessionEffects) {
+  std::string session = Initialize();
+  PostDecision sub = Decide(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"editor://view"}})", session);
+  EXPECT_EQ(sub.effect.kind, SessionEffect::Kind::kSubscribe);
+  EXPECT_EQ(sub.effect.value, "editor://view");
+  PostDecision cancel = Decide(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"x"}})", session);
+  EXPECT_EQ(cancel.effect.kind, SessionEffect::Kind::kAgentCancel);
+  EXPECT_EQ(cancel.effect.value, R"("r1")");
+  PostDecision reply = Decide(R"({"jsonrpc":"2.0","id":"relay/42/"t1"","result":{"roots":[]}})", session);
+  EXPECT_EQ(std::get<HttpReply>(reply.action).status, 202);
+  EXPECT_EQ(reply.effect.kind, SessionEffect::Kind::kAgentReply);
+  EXPECT_EQ(reply.effect.call_id, 42u);
+  EXPECT_EQ(reply.effect.tab_request_id, R"("t1")");
+  PostDecision level = Decide(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}})", session);
+  EXPECT_EQ(nlohmann::json::parse(std::get<HttpReply>(level.action).body)["error"]["code"], kInvalidParams);
 }
 
 }  // namespace

@@ -1,0 +1,304 @@
+#include "router/session_table.h"
+
+#include <array>
+
+namespace relay::router {
+namespace {
+
+constexpr size_t kMaxEnded = 100000;
+
+}  // namespace
+
+int LogLevelRank(const std::string& name) {
+  static constexpr std::array<const char*, 8> kLevels = {
+      "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+  for (size_t i = 0; i < kLevels.size(); ++i) {
+    if (name == kLevels[i]) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool SessionTable::Counts(const Session& s, absl::Time now) const {
+  return s.stream.has_value() || now - s.last_seen < options_.active_window;
+}
+
+uint32_t SessionTable::CountLocked(const std::string& account, absl::Time now) const {
+  auto it = by_account_.find(account);
+  if (it == by_account_.end()) {
+    return 0;
+  }
+  uint32_t count = 0;
+  for (const std::string& id : it->second) {
+    count += Counts(sessions_.at(id), now) ? 1 : 0;
+  }
+  return count;
+}
+
+SessionTable::Session& SessionTable::Upsert(const std::string& session, const std::string& account,
+                                            absl::Time now) {
+  auto [it, inserted] = sessions_.try_emplace(session);
+  if (inserted) {
+    it->second.account = account;
+    by_account_[account].insert(session);
+  }
+  it->second.last_seen = now;
+  return it->second;
+}
+
+void SessionTable::ReportChange(const std::string& account, absl::Time now,
+                                std::vector<std::string>& out) {
+  uint32_t count = CountLocked(account, now);
+  auto [it, fresh] = last_count_.try_emplace(account);
+  if (fresh || it->second != count) {
+    it->second = count;
+    out.push_back(account);
+  }
+}
+
+std::vector<std::string> SessionTable::Touch(const std::string& session,
+                                             const std::string& account, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> changed;
+  if (ended_.contains(session)) {
+    return changed;
+  }
+  Upsert(session, account, now);
+  ReportChange(account, now, changed);
+  return changed;
+}
+
+std::vector<std::string> SessionTable::End(const std::string& session) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> changed;
+  if (ended_.insert(session).second) {
+    ended_order_.push_back(session);
+    if (ended_order_.size() > kMaxEnded) {
+      ended_.erase(ended_order_.front());
+      ended_order_.pop_front();
+    }
+  }
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) {
+    return changed;
+  }
+  std::string account = it->second.account;
+  by_account_[account].erase(session);
+  if (by_account_[account].empty()) {
+    by_account_.erase(account);
+  }
+  sessions_.erase(it);
+  ReportChange(account, last_now_, changed);
+  return changed;
+}
+
+std::vector<StreamDelivery> SessionTable::OpenStream(const std::string& session,
+                                                     const std::string& account, StreamRef stream,
+                                                     uint64_t last_event_id, absl::Time now,
+                                                     std::vector<std::string>* changed) {
+  absl::MutexLock lock(&mu_);
+  last_now_ = now;
+  std::vector<StreamDelivery> replay;
+  if (ended_.contains(session)) {
+    return replay;
+  }
+  Session& s = Upsert(session, account, now);
+  s.stream = stream;
+  if (last_event_id > 0) {
+    for (const auto& [id, message] : s.replay) {
+      if (id > last_event_id) {
+        replay.push_back(StreamDelivery{stream, id, message});
+      }
+    }
+  }
+  ReportChange(account, now, *changed);
+  return replay;
+}
+
+std::vector<std::string> SessionTable::CloseStream(const std::string& session, StreamRef stream,
+                                                   absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> changed;
+  auto it = sessions_.find(session);
+  if (it == sessions_.end() || it->second.stream != stream) {
+    return changed;
+  }
+  it->second.stream.reset();
+  it->second.last_seen = now;
+  ReportChange(it->second.account, now, changed);
+  return changed;
+}
+
+std::vector<std::string> SessionTable::CloseLink(uint64_t link_id, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> changed;
+  for (auto& [id, s] : sessions_) {
+    if (s.stream && s.stream->link_id == link_id) {
+      s.stream.reset();
+      s.last_seen = now;
+      ReportChange(s.account, now, changed);
+    }
+  }
+  return changed;
+}
+
+std::vector<std::string> SessionTable::Sweep(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  last_now_ = now;
+  std::vector<std::string> changed;
+  std::vector<std::string> forget;
+  for (auto& [id, s] : sessions_) {
+    if (!s.stream && now - s.last_seen > options_.forget_after) {
+      forget.push_back(id);
+    }
+  }
+  for (const std::string& id : forget) {
+    const std::string account = sessions_[id].account;
+    by_account_[account].erase(id);
+    if (by_account_[account].empty()) {
+      by_account_.erase(account);
+    }
+    sessions_.erase(id);
+  }
+  for (auto it = last_count_.begin(); it != last_count_.end();) {
+    uint32_t count = CountLocked(it->first, now);
+    if (count != it->second) {
+      it->second = count;
+      changed.push_back(it->first);
+    }
+    if (count == 0 && !by_account_.contains(it->first)) {
+      last_count_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  return changed;
+}
+
+uint32_t SessionTable::AgentCount(const std::string& account, absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  return CountLocked(account, now);
+}
+
+bool SessionTable::IsEnded(const std::string& session) const {
+  absl::MutexLock lock(&mu_);
+  return ended_.contains(session);
+}
+
+void SessionTable::Subscribe(const std::string& session, const std::string& account,
+                             const std::string& uri, bool on, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (ended_.contains(session)) {
+    return;
+  }
+  Session& s = Upsert(session, account, now);
+  if (on) {
+    s.subscriptions.insert(uri);
+  } else {
+    s.subscriptions.erase(uri);
+  }
+}
+
+void SessionTable::SetLogLevel(const std::string& session, const std::string& account, int level,
+                               absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (ended_.contains(session)) {
+    return;
+  }
+  Upsert(session, account, now).log_level = level;
+}
+
+std::optional<StreamDelivery> SessionTable::Append(Session& s, const std::string& message) {
+  uint64_t id = s.next_event_id++;
+  s.replay.emplace_back(id, message);
+  if (s.replay.size() > options_.replay_events) {
+    s.replay.pop_front();
+  }
+  if (!s.stream) {
+    return std::nullopt;
+  }
+  return StreamDelivery{*s.stream, id, message};
+}
+
+std::vector<StreamDelivery> SessionTable::Broadcast(const std::string& account,
+                                                    const std::string& message) {
+  absl::MutexLock lock(&mu_);
+  std::vector<StreamDelivery> out;
+  auto it = by_account_.find(account);
+  if (it == by_account_.end()) {
+    return out;
+  }
+  for (const std::string& id : it->second) {
+    if (auto d = Append(sessions_[id], message)) {
+      out.push_back(*std::move(d));
+    }
+  }
+  return out;
+}
+
+std::vector<StreamDelivery> SessionTable::ToSubscribers(const std::string& account,
+                                                        const std::string& uri,
+                                                        const std::string& message) {
+  absl::MutexLock lock(&mu_);
+  std::vector<StreamDelivery> out;
+  auto it = by_account_.find(account);
+  if (it == by_account_.end()) {
+    return out;
+  }
+  for (const std::string& id : it->second) {
+    Session& s = sessions_[id];
+    if (s.subscriptions.contains(uri)) {
+      if (auto d = Append(s, message)) {
+        out.push_back(*std::move(d));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<StreamDelivery> SessionTable::ToLogLevel(const std::string& account, int level,
+                                                     const std::string& message) {
+  absl::MutexLock lock(&mu_);
+  std::vector<StreamDelivery> out;
+  auto it = by_account_.find(account);
+  if (it == by_account_.end()) {
+    return out;
+  }
+  for (const std::string& id : it->second) {
+    Session& s = sessions_[id];
+    if (s.log_level >= 0 && level >= s.log_level) {
+      if (auto d = Append(s, message)) {
+        out.push_back(*std::move(d));
+      }
+    }
+  }
+  return out;
+}
+
+void SessionTable::SetPendingLine(const std::string& account, const std::string& line) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_account_.find(account);
+  if (it == by_account_.end()) {
+    return;
+  }
+  for (const std::string& id : it->second) {
+    sessions_[id].pending_line = line;
+  }
+}
+
+std::string SessionTable::TakePendingLine(const std::string& session) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) {
+    return "";
+  }
+  return std::exchange(it->second.pending_line, "");
+}
+
+size_t SessionTable::size() const {
+  absl::MutexLock lock(&mu_);
+  return sessions_.size();
+}
+
+}  // namespace relay::router
