@@ -172,11 +172,11 @@ TEST_F(McpDispatcherTest, SessionEffects) {
   PostDecision cancel = Decide(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"x"}})", session);
   EXPECT_EQ(cancel.effect.kind, SessionEffect::Kind::kAgentCancel);
   EXPECT_EQ(cancel.effect.value, R"("r1")");
-  PostDecision reply = Decide(R"({"jsonrpc":"2.0","id":"relay/42/"t1"","result":{"roots":[]}})", session);
+  PostDecision reply = Decide(R"({"jsonrpc":"2.0","id":"relay/42/7","result":{"roots":[]}})", session);
   EXPECT_EQ(std::get<HttpReply>(reply.action).status, 202);
   EXPECT_EQ(reply.effect.kind, SessionEffect::Kind::kAgentReply);
   EXPECT_EQ(reply.effect.call_id, 42u);
-  EXPECT_EQ(reply.effect.tab_request_id, R"("t1")");
+  EXPECT_EQ(reply.effect.tab_request_id, "7");
   PostDecision level = Decide(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}})", session);
   EXPECT_EQ(nlohmann::json::parse(std::get<HttpReply>(level.action).body)["error"]["code"], kInvalidParams);
 }
