@@ -27,6 +27,7 @@ namespace {
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
 constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
 constexpr size_t kMaxPipelined = 64 * 1024;
+constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 
 absl::string_view PathOf(absl::string_view target) { return target.substr(0, target.find('?')); }
 
@@ -61,7 +62,9 @@ void HttpSession::DoReadHeader() {
   phase_ = Phase::kReading;
   parser_.emplace();
   parser_->header_limit(16 * 1024);
-  parser_->body_limit(state_.options.max_body_bytes);
+  // No limit while the header is read (Beast would fail an oversized
+  // Content-Length right there); OnVerified checks it and answers 413.
+  parser_->body_limit(boost::none);
   body_read_ = false;
   sse_ = false;
   plan_.reset();
@@ -203,9 +206,44 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
   auto accept = Header(http::field::accept);
   headers_.accepts_sse = accept && absl::StrContains(*accept, "text/event-stream");
   if (parser_->get().method() == http::verb::post) {
+    auto length = parser_->content_length();
+    if (length && *length > state_.options.max_body_bytes) {
+      // Read the body to the end (up to a bound) before answering 413: many
+      // clients fail on an answer that comes while they are still sending.
+      if (*length <= kMaxDiscard) {
+        return DiscardBody(*length);
+      }
+      keep_alive_ = false;
+      return ReplyTooLarge();
+    }
+    parser_->body_limit(state_.options.max_body_bytes);
     return DoReadBody();
   }
   Dispatch();
+}
+
+void HttpSession::ReplyTooLarge() {
+  ReplyText(413, absl::StrCat("request body over ", state_.options.max_body_bytes,
+                              " bytes; send less"));
+}
+
+void HttpSession::DiscardBody(uint64_t remaining) {
+  size_t buffered = static_cast<size_t>(std::min<uint64_t>(remaining, buffer_.size()));
+  buffer_.consume(buffered);
+  remaining -= buffered;
+  if (remaining == 0) {
+    body_read_ = true;
+    return ReplyTooLarge();
+  }
+  stream_.async_read_some(
+      buffer_.prepare(static_cast<size_t>(std::min<uint64_t>(remaining, 64 * 1024))),
+      [self = shared_from_this(), remaining](beast::error_code ec, size_t bytes) {
+        if (ec) {
+          return self->Close();
+        }
+        self->buffer_.commit(bytes);
+        self->DiscardBody(remaining);
+      });
 }
 
 void HttpSession::DoReadBody() {
@@ -215,8 +253,7 @@ void HttpSession::DoReadBody() {
 
 void HttpSession::OnReadBody(beast::error_code ec, size_t) {
   if (ec == http::error::body_limit) {
-    return ReplyText(413, absl::StrCat("request body over ", state_.options.max_body_bytes,
-                                       " bytes; send less"));
+    return ReplyTooLarge();  // a chunked body over the limit
   }
   if (ec) {
     return Close();
@@ -564,6 +601,23 @@ void HttpSession::Close() {
   CloseStream();
   beast::error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  // Closing with unread input makes the kernel send a reset, which can destroy
+  // our answer (a 413, a 401) before the client reads it: read and drop what
+  // the client still sends, for a little while.
+  if (!watching_) {
+    Drain();
+  }
+}
+
+void HttpSession::Drain() {
+  stream_.expires_after(std::chrono::seconds(2));
+  buffer_.consume(buffer_.size());
+  stream_.async_read_some(buffer_.prepare(64 * 1024),
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            if (!ec) {
+                              self->Drain();
+                            }
+                          });
 }
 
 }  // namespace relay::gateway

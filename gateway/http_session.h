@@ -49,6 +49,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void ServeOperator(absl::string_view path);
   void OnVerified(AuthVerdict verdict);
   void DoReadBody();
+  void DiscardBody(uint64_t remaining);
+  void ReplyTooLarge();
   void OnReadBody(boost::beast::error_code ec, size_t bytes);
   void Dispatch();
   void Apply(const PostDecision& decision);
@@ -76,6 +78,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void OnWrite(boost::beast::error_code ec, size_t bytes);
   void AfterWrites();
   void Close();
+  void Drain();
 
   std::optional<std::string> Header(boost::beast::http::field field) const;
   std::optional<std::string> Header(absl::string_view name) const;

@@ -37,7 +37,7 @@ void TabSession::Run(http::request<http::string_body> upgrade) {
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout timeout;
   timeout.handshake_timeout = std::chrono::seconds(10);
-  timeout.idle_timeout = absl::ToChronoSeconds(state_.options.tab_idle_timeout);
+  timeout.idle_timeout = absl::ToChronoMilliseconds(state_.options.tab_idle_timeout);
   timeout.keep_alive_pings = true;
   ws_.set_option(timeout);
   ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {

@@ -1,0 +1,252 @@
+// The promises of MCP-SURFACE.md and TAB-PROTOCOL.md that the conformance suite does not
+// cover (issue 3), through the real path: agents on gateway 2, tabs on gateway 1.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { startStack, waitUntil } from './lib/stack.mjs';
+import { ScriptedTab } from './lib/tab.mjs';
+import { RawAgent } from './lib/agent.mjs';
+
+let stack, gwTabs, gwAgents;
+before(async () => {
+  stack = await startStack({
+    gateways: 2,
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'],
+    // Short timeouts so that the tests take as long as the behaviour, not the defaults.
+    gatewayArgs: (i) => i === 0
+      ? ['--tab_ping_interval=300ms', '--tab_hello_timeout=500ms', '--max_tab_message_bytes=65536']
+      : ['--call_timeout=1500ms', '--sse_keepalive=200ms', '--max_body_bytes=65536'],
+  });
+  [gwTabs, gwAgents] = stack.gateways;
+});
+after(async () => { await stack?.stop(); });
+
+async function tabFor(user, gateway = gwTabs) {
+  const tab = new ScriptedTab(gateway.wsUrl);
+  const hello = await tab.hello(await stack.ticket(user));
+  assert.equal(hello.result.account, user);
+  return tab;
+}
+
+async function agentFor(user) {
+  const agent = new RawAgent(gwAgents.url, await stack.mintToken(user));
+  await agent.initialize();
+  return agent;
+}
+
+const isCancel = (m) => m.method === 'notifications/cancelled';
+
+test('deadline: a silent tab gives a tool error within the deadline and receives the cancellation', async () => {
+  const tab = await tabFor('alice');
+  tab.handlers['tools/call'] = async () => undefined;  // never answers
+  const agent = await agentFor('alice');
+  const started = Date.now();
+  const { message } = await agent.callTool('get_view');
+  const elapsed = Date.now() - started;
+  assert.equal(message.result.isError, true);
+  assert.match(message.result.content[0].text, /did not answer in time/);
+  assert.ok(elapsed >= 1400 && elapsed < 4000, `answered after ${elapsed} ms`);
+  const delivered = tab.received.find((m) => m.method === 'tools/call');
+  const cancel = await tab.waitFor(isCancel);
+  assert.equal(cancel.params.requestId, delivered.id);
+  tab.close();
+});
+
+test('an agent that disconnects mid-call: the tab receives the cancellation', async () => {
+  const tab = await tabFor('bob');
+  tab.handlers['tools/call'] = async () => undefined;
+  const agent = await agentFor('bob');
+  const controller = new AbortController();
+  const pending = agent.callTool('get_view', {}, undefined, { signal: controller.signal }).catch(() => {});
+  const delivered = await tab.waitFor((m) => m.method === 'tools/call');
+  controller.abort();
+  const body = { jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'get_view' } };
+  const res = agent.post(body, { signal: controller.signal }).catch(() => {});
+  await res;
+  await pending;
+  const cancel = await tab.waitFor(isCancel);
+  assert.equal(cancel.params.requestId, delivered.id);
+  tab.close();
+});
+
+test('the agent\'s notifications/cancelled reaches the tab, through another gateway', async () => {
+  const tab = await tabFor('carol');
+  tab.handlers['tools/call'] = async () => undefined;
+  const agent = await agentFor('carol');
+  const call = agent.request('tools/call', { name: 'get_view' });
+  const delivered = await tab.waitFor((m) => m.method === 'tools/call');
+  // The cancellation goes to the tabs' gateway, not the one holding the call.
+  const other = new RawAgent(gwTabs.url, agent.token);
+  other.session = agent.session;
+  const res = await other.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: agent.nextId - 1, reason: 'user pressed stop' } });
+  assert.equal(res.status, 202);
+  const cancel = await tab.waitFor(isCancel);
+  assert.equal(cancel.params.requestId, delivered.id);
+  const { message } = await call;
+  assert.match(message.result.content[0].text, /cancelled/);
+  tab.close();
+});
+
+test('displacement: the older tab is told and closed with 4409; calls reach the new tab', async () => {
+  const first = await tabFor('dave');
+  const second = await tabFor('dave', gwAgents);
+  const displaced = await first.waitFor((m) => m.method === 'relay/displaced');
+  assert.match(displaced.params.reason, /another tab/);
+  assert.equal((await first.closed).code, 4409);
+  second.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'from the new tab' }] });
+  const agent = await agentFor('dave');
+  const { message } = await agent.callTool('get_view');
+  assert.equal(message.result.content[0].text, 'from the new tab');
+  second.close();
+});
+
+test('relay/agents counts sessions from initialize to DELETE', async () => {
+  const tab = await tabFor('erin');
+  const count = (n) => (m) => m.method === 'relay/agents' && m.params.count === n;
+  await tab.waitFor(count(0));
+  const a = await agentFor('erin');
+  await tab.waitFor(count(1));
+  const b = await agentFor('erin');
+  await tab.waitFor(count(2));
+  assert.equal((await b.delete()).status, 204);
+  const after = tab.received.length;
+  await tab.waitFor((m) => count(1)(m) && tab.received.indexOf(m) >= after);
+  // An ended session is 404 on every gateway.
+  assert.equal((await b.post({ jsonrpc: '2.0', id: 5, method: 'ping' })).status, 404);
+  const viaOther = new RawAgent(gwTabs.url, b.token);
+  viaOther.session = b.session;
+  await waitUntil(async () => (await viaOther.post({ jsonrpc: '2.0', id: 6, method: 'ping' })).status === 404, 'the end reaches the other gateway');
+  assert.equal((await a.delete()).status, 204);
+  tab.close();
+});
+
+test('the "view changed" line: once, to every session of the account, not to another account', async () => {
+  const tab = await tabFor('frank');
+  tab.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'ok' }] });
+  const bobTab = await tabFor('bob');
+  bobTab.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'ok' }] });
+  const one = await agentFor('frank');
+  const two = await agentFor('frank');
+  const bob = await agentFor('bob');
+  // Both sessions are known to the router (a fresh account counts exactly these two).
+  await tab.waitFor((m) => m.method === 'relay/agents' && m.params.count === 2);
+  tab.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'editor://view', _meta: { 'relay/line': 'The user switched to the Sound tab.' } } });
+  const lines = async (agent) => (await agent.callTool('get_view')).message.result.content.map((c) => c.text);
+  await waitUntil(async () => (await lines(one)).includes('The user switched to the Sound tab.'), 'the line reaches session one');
+  assert.deepEqual(await lines(one), ['ok']);
+  assert.deepEqual(await lines(two), ['ok', 'The user switched to the Sound tab.']);
+  assert.deepEqual(await lines(two), ['ok']);
+  assert.deepEqual(await lines(bob), ['ok']);
+  tab.close();
+  bobTab.close();
+});
+
+test('GET stream: subscribed updates with event ids, and replay after Last-Event-ID', async () => {
+  const tab = await tabFor('carol');
+  const agent = await agentFor('carol');
+  const sub = await agent.request('resources/subscribe', { uri: 'editor://view' });
+  assert.deepEqual(sub.message.result, {});
+  let { res, stream, close } = await agent.openStream();
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('content-type'), 'text/event-stream');
+  assert.equal(res.headers.get('x-accel-buffering'), 'no');
+  assert.equal(res.headers.get('cache-control'), 'no-cache');
+  const update = (n) => tab.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'editor://view', _meta: { 'relay/line': `change ${n}` } } });
+  // The subscription and the stream travel through gateway 2, the updates through gateway 1:
+  // send warm-up updates until the stream is known to the router.
+  const warm = setInterval(() => update(0), 50);
+  await stream.collect(() => true);
+  clearInterval(warm);
+  update(1);
+  update(2);
+  const seen = (await stream.collect((e) => e.data.params?._meta?.['relay/line'] === 'change 2'))
+    .filter((e) => e.data.params._meta['relay/line'] !== 'change 0');
+  assert.deepEqual(seen.map((e) => e.data.method), ['notifications/resources/updated', 'notifications/resources/updated']);
+  const firstId = seen[0].id;
+  assert.ok(firstId, 'events carry ids');
+  close();
+  update(3);
+  ({ res, stream, close } = await agent.openStream(firstId));
+  const replayed = await stream.collect((e) => e.data.params?._meta?.['relay/line'] === 'change 3');
+  assert.deepEqual(replayed.map((e) => e.data.params._meta['relay/line']), ['change 2', 'change 3']);
+  close();
+  tab.close();
+});
+
+test('keep-alive comments on an idle stream', async () => {
+  const agent = await agentFor('dave');
+  const { stream, close } = await agent.openStream();
+  const event = await stream.next();
+  assert.equal(event.comment, 'keep-alive');
+  close();
+});
+
+test('progress from the tab reaches the agent with its own token, before the result, as SSE', async () => {
+  const tab = await tabFor('erin');
+  tab.handlers['tools/call'] = async (params) => {
+    const token = params._meta.progressToken;
+    assert.match(token, /^relay-/);
+    tab.send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
+    return { content: [{ type: 'text', text: 'done' }] };
+  };
+  const agent = await agentFor('erin');
+  const { events } = await agent.callTool('slow', {}, { progressToken: 'agent-token-1' });
+  assert.equal(events[0].data.method, 'notifications/progress');
+  assert.equal(events[0].data.params.progressToken, 'agent-token-1');
+  assert.equal(events[1].data.result.content[0].text, 'done');
+  tab.close();
+});
+
+test('a missing hello closes with 4408, a first message that is not hello with 4400', async () => {
+  const silent = new ScriptedTab(gwTabs.wsUrl);
+  await silent.open();
+  assert.equal((await silent.closed).code, 4408);
+  const rude = new ScriptedTab(gwTabs.wsUrl);
+  await rude.open();
+  rude.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  assert.equal((await rude.closed).code, 4400);
+});
+
+test('an oversized tab message closes with 4413', async () => {
+  const tab = await tabFor('alice');
+  tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(70000) } });
+  assert.equal((await tab.closed).code, 4413);
+});
+
+test('a tab that misses two pings is dropped, and the agent is told no tab is connected', async () => {
+  const ticket = await stack.ticket('bob');
+  const ws = new WebSocket(gwTabs.wsUrl, { origin: 'http://editor.test', autoPong: false });
+  const messages = [];
+  ws.on('message', (d) => messages.push(JSON.parse(d.toString())));
+  await new Promise((r) => ws.on('open', r));
+  ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket } }));
+  const closed = new Promise((r) => ws.on('close', (code) => r(code)));
+  const started = Date.now();
+  await closed;
+  assert.ok(Date.now() - started < 5000);
+  assert.equal(messages[0].result.account, 'bob');
+  const agent = await agentFor('bob');
+  await waitUntil(async () => (await agent.callTool('get_view')).message.result.content[0].text.includes('No editor is connected'), 'the router forgets the tab');
+});
+
+test('HTTP errors: 400 without a session, 404 for a bad one, 413 over the body limit, 400 for an unknown protocol version', async () => {
+  const agent = await agentFor('carol');
+  const session = agent.session;
+  agent.session = undefined;
+  assert.equal((await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status, 400);
+  agent.session = session.slice(0, -2) + 'xx';
+  assert.equal((await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status, 404);
+  agent.session = session;
+  const big = await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(70000) } });
+  assert.equal(big.status, 413);
+  const res = await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'mcp-protocol-version': '2024-01-01' } });
+  assert.equal(res.status, 400);
+  assert.equal((await agent.post({ jsonrpc: '2.0', id: 0, method: 'ping' })).status, 200);
+});
+
+test('a tab of a gateway that shuts down is closed with 1001', async () => {
+  // Last: it stops gateway 1.
+  const tab = await tabFor('erin');
+  await gwTabs.stop('SIGTERM');
+  assert.equal((await tab.closed).code, 1001);
+});
