@@ -8,6 +8,7 @@ export class ScriptedTab {
     this.received = [];   // every message from the relay, parsed
     this.handlers = {};   // method -> async (params, message) => result
     this.waiters = [];
+    this.requestCount = 0;
   }
 
   // Resolves once the socket is open; rejects with the HTTP status when the upgrade is refused.
@@ -30,6 +31,13 @@ export class ScriptedTab {
 
   send(message) {
     this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
+  }
+
+  // A request of the tab's own (to the agent, through the relay); resolves with the answer.
+  request(method, params) {
+    const id = `tab-${++this.requestCount}`;
+    this.send({ jsonrpc: '2.0', id, method, params });
+    return this.waitFor((m) => m.id === id && (m.result !== undefined || m.error !== undefined), 60000);
   }
 
   async onMessage(message) {
