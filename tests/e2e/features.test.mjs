@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
+import { writeFileSync } from 'node:fs';
 import { startStack, waitUntil } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
@@ -15,7 +16,7 @@ before(async () => {
     // Short timeouts so that the tests take as long as the behaviour, not the defaults.
     gatewayArgs: (i) => i === 0
       ? ['--tab_ping_interval=300ms', '--tab_hello_timeout=500ms', '--max_tab_message_bytes=65536']
-      : ['--call_timeout=1500ms', '--sse_keepalive=200ms', '--max_body_bytes=65536'],
+      : ['--call_timeout=1500ms', '--sse_keepalive=200ms', '--max_body_bytes=65536', '--catalogue_poll=100ms'],
   });
   [gwTabs, gwAgents] = stack.gateways;
 });
@@ -194,6 +195,49 @@ test('progress from the tab reaches the agent with its own token, before the res
   assert.equal(events[0].data.method, 'notifications/progress');
   assert.equal(events[0].data.params.progressToken, 'agent-token-1');
   assert.equal(events[1].data.result.content[0].text, 'done');
+  tab.close();
+});
+
+test('a changed catalogue file: list_changed on the stream, the new tool listed, no restart', async () => {
+  const agent = await agentFor('alice');
+  const { stream, close } = await agent.openStream();
+  writeFileSync(stack.catalogueFile, JSON.stringify({ tools: [{ name: 'brand_new', description: 'Added while running.', inputSchema: { type: 'object' } }] }));
+  const [event] = await stream.collect((e) => e.data.method === 'notifications/tools/list_changed');
+  assert.equal(event.data.method, 'notifications/tools/list_changed');
+  const { message } = await agent.request('tools/list');
+  assert.deepEqual(message.result.tools.map((t) => t.name), ['brand_new']);
+  close();
+});
+
+test('logging/setLevel filters the tab\'s account-wide log messages', async () => {
+  const tab = await tabFor('bob');
+  const agent = await agentFor('bob');
+  assert.deepEqual((await agent.request('logging/setLevel', { level: 'warning' })).message.result, {});
+  const { stream, close } = await agent.openStream();
+  const log = (level) => tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level, data: `a ${level} message` } });
+  const warm = setInterval(() => log('error'), 50);
+  await stream.collect(() => true);
+  clearInterval(warm);
+  log('info');
+  log('critical');
+  const events = await stream.collect((e) => e.data.params.level === 'critical');
+  assert.ok(events.every((e) => e.data.params.level !== 'info'), JSON.stringify(events));
+  close();
+  tab.close();
+});
+
+test('an agent request with a foreign Origin gets 403', async () => {
+  const agent = await agentFor('carol');
+  const res = await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { origin: 'http://evil.test' } });
+  assert.equal(res.status, 403);
+});
+
+test('a tab request to the agent without a live call gets -32602', async () => {
+  const tab = await tabFor('dave');
+  const answer = await tab.request('sampling/createMessage', { messages: [], maxTokens: 1, _meta: { 'relay/requestId': 12345 } });
+  assert.equal(answer.error.code, -32602);
+  const bare = await tab.request('roots/list', {});
+  assert.equal(bare.error.code, -32602);
   tab.close();
 });
 
