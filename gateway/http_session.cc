@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/jsonrpc.h"
@@ -278,6 +279,12 @@ void HttpSession::Dispatch() {
   switch (parser_->get().method()) {
     case http::verb::post: {
       PostDecision decision = dispatcher.HandlePost(account_, headers_, parser_->get().body());
+      if (!decision.batch.empty()) {
+        batch_ = std::move(decision.batch);
+        batch_next_ = 0;
+        batch_answers_.clear();
+        return RunBatch();
+      }
       Apply(decision);
       if (auto* plan = std::get_if<ForwardPlan>(&decision.action)) {
         return StartForward(std::move(*plan));
@@ -300,6 +307,29 @@ void HttpSession::Dispatch() {
       return OpenStream(std::get<StreamPlan>(decision).session);
     }
   }
+}
+
+void HttpSession::RunBatch() {
+  while (batch_next_ < batch_.size()) {
+    PostDecision& item = batch_[batch_next_++];
+    Apply(item);
+    if (auto* plan = std::get_if<ForwardPlan>(&item.action)) {
+      return StartForward(std::move(*plan));  // OnForwarded comes back here
+    }
+    const HttpReply& reply = std::get<HttpReply>(item.action);
+    if (reply.status == 400 || reply.status == 404) {
+      batch_.clear();
+      return Reply(reply);  // the whole request is refused (bad version, session)
+    }
+    if (!reply.body.empty()) {
+      batch_answers_.push_back(reply.body);
+    }
+  }
+  batch_.clear();
+  if (batch_answers_.empty()) {
+    return Respond(202, "application/json", "");
+  }
+  Respond(200, "application/json", absl::StrCat("[", absl::StrJoin(batch_answers_, ","), "]"));
 }
 
 void HttpSession::Apply(const PostDecision& decision) {
@@ -349,7 +379,7 @@ void HttpSession::StartForward(ForwardPlan plan) {
 }
 
 void HttpSession::OnForwardEvent(std::string message) {
-  if (phase_ != Phase::kForwarding || !headers_.accepts_sse) {
+  if (phase_ != Phase::kForwarding || !headers_.accepts_sse || !batch_.empty()) {
     return;  // a JSON-only client cannot receive these
   }
   if (!sse_) {
@@ -366,6 +396,11 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
   call_.reset();
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
   HttpReply reply = state_.dispatcher->FinishForward(*plan_, std::move(outcome));
+  if (!batch_.empty()) {
+    batch_answers_.push_back(std::move(reply.body));
+    phase_ = Phase::kReading;
+    return RunBatch();
+  }
   if (!sse_) {
     return Reply(reply);
   }

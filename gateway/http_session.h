@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -54,6 +55,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void OnReadBody(boost::beast::error_code ec, size_t bytes);
   void Dispatch();
   void Apply(const PostDecision& decision);
+  // Answers a batch's messages one after the other, then all at once.
+  void RunBatch();
   void StartForward(ForwardPlan plan);
   void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
@@ -100,6 +103,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::string account_;
   AgentHeaders headers_;
   std::optional<ForwardPlan> plan_;
+  std::vector<PostDecision> batch_;
+  size_t batch_next_ = 0;
+  std::vector<std::string> batch_answers_;
   std::shared_ptr<ForwardHandle> call_;
   std::deque<std::string> out_;
   bool writing_ = false;

@@ -134,12 +134,59 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
     decision.action = *std::move(bad);
     return decision;
   }
+  size_t first = body.find_first_not_of(" \t\r\n");
+  if (first != absl::string_view::npos && body[first] == '[') {
+    nlohmann::json batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (batch.is_discarded()) {
+      decision.action = Json(400, EncodeError(nullptr, kParseError,
+                                              "Parse error: the body is not valid JSON"));
+      return decision;
+    }
+    return HandleBatch(account, headers, std::move(batch));
+  }
   auto decoded = DecodeMessage(body);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
     decision.action = Json(400, EncodeError(failure->id, failure->code, failure->message));
     return decision;
   }
   return HandleMessage(account, headers, std::get<RpcMessage>(std::move(decoded)));
+}
+
+PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentHeaders& headers,
+                                        nlohmann::json batch) const {
+  PostDecision decision;
+  // Batches exist only in 2025-03-26, which is also what a request without
+  // the version header is taken to speak.
+  if (headers.protocol_version && *headers.protocol_version != "2025-03-26") {
+    decision.action = Json(400, EncodeError(nullptr, kInvalidRequest,
+                                            "Bad Request: JSON-RPC batches are only allowed under "
+                                            "protocol version 2025-03-26"));
+    return decision;
+  }
+  if (batch.empty()) {
+    decision.action =
+        Json(400, EncodeError(nullptr, kInvalidRequest, "Invalid Request: empty batch"));
+    return decision;
+  }
+  for (nlohmann::json& item : batch) {
+    auto decoded = DecodeValue(std::move(item));
+    if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
+      PostDecision bad;
+      bad.action = Json(200, EncodeError(failure->id, failure->code, failure->message));
+      decision.batch.push_back(std::move(bad));
+      continue;
+    }
+    RpcMessage& message = std::get<RpcMessage>(decoded);
+    if (message.kind == RpcMessage::Kind::kRequest && message.method == "initialize") {
+      PostDecision bad;
+      bad.action = Json(200, EncodeError(message.id, kInvalidRequest,
+                                         "Invalid Request: initialize cannot be batched"));
+      decision.batch.push_back(std::move(bad));
+      continue;
+    }
+    decision.batch.push_back(HandleMessage(account, headers, std::move(message)));
+  }
+  return decision;
 }
 
 PostDecision McpDispatcher::HandleMessage(const std::string& account,

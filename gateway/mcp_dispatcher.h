@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -68,6 +69,9 @@ struct PostDecision {
   std::string session;       // the verified session the request belongs to, if any
   bool new_session = false;  // initialize: the router must learn of it now
   SessionEffect effect;
+  // A batch (2025-03-26 only): one decision per message, answered together as
+  // a JSON array of the answers that have a body; action is unused then.
+  std::vector<PostDecision> batch;
 };
 
 // A GET that opens the session's stream.
@@ -110,6 +114,8 @@ class McpDispatcher {
                                         const nlohmann::json& id) const;
   HttpReply Initialize(const std::string& account, const RpcMessage& message,
                        std::string* session) const;
+  PostDecision HandleBatch(const std::string& account, const AgentHeaders& headers,
+                           nlohmann::json batch) const;
   PostDecision HandleMessage(const std::string& account, const AgentHeaders& headers,
                              RpcMessage message) const;
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;

@@ -241,6 +241,28 @@ test('a tab request to the agent without a live call gets -32602', async () => {
   tab.close();
 });
 
+test('batches: answered together under 2025-03-26, refused under later versions', async () => {
+  const tab = await tabFor('erin');
+  tab.handlers['tools/call'] = async (params) => ({ content: [{ type: 'text', text: `ran ${params.name}` }] });
+  const agent = await agentFor('erin');
+  const batch = [
+    { jsonrpc: '2.0', id: 'a', method: 'ping' },
+    { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'x', progress: 1 } },
+    { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'get_view' } },
+    { jsonrpc: '2.0', id: 'c', method: 'no/such/method' },
+  ];
+  const res = await agent.post(batch, { headers: { 'mcp-protocol-version': '2025-03-26' } });
+  assert.equal(res.status, 200);
+  const answers = await res.json();
+  assert.deepEqual(answers.map((a) => a.id), ['a', 'b', 'c']);
+  assert.deepEqual(answers[0].result, {});
+  assert.equal(answers[1].result.content[0].text, 'ran get_view');
+  assert.equal(answers[2].error.code, -32601);
+  const later = await agent.post(batch, { headers: { 'mcp-protocol-version': '2025-06-18' } });
+  assert.equal(later.status, 400);
+  tab.close();
+});
+
 test('a missing hello closes with 4408, a first message that is not hello with 4400', async () => {
   const silent = new ScriptedTab(gwTabs.wsUrl);
   await silent.open();
