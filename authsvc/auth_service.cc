@@ -1,6 +1,7 @@
 #include "authsvc/auth_service.h"
 
 #include "authsvc/host_answer.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "nlohmann/json.hpp"
 
@@ -34,27 +35,34 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
                                                    const relay::v1::VerifyTokenRequest* request,
                                                    relay::v1::VerifyTokenResponse* response) {
   auto* reactor = context->DefaultReactor();
+  verify_requests_.Add();
   if (request->token().empty()) {
     response->set_verdict(relay::v1::VERDICT_INVALID);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
-  verify_requests_.Add();
-  upstream_requests_.Add();
-  nlohmann::json body = {{"token", request->token()}, {"address", request->address()}};
-  host_api_.Post("agent/verify", body.dump(), [this, reactor, response](absl::StatusOr<HostReply> reply) {
-    auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
-    if (!answer.ok()) {
-      upstream_failures_.Add();
-      reactor->Finish(UpstreamFailure(answer.status()));
-      return;
-    }
-    response->set_verdict(ToVerdict(answer->kind));
-    response->set_user(answer->user);
-    response->set_role(answer->role);
-    response->set_retry_after_seconds(answer->retry_after_seconds);
-    reactor->Finish(grpc::Status::OK);
-  });
+  // The request (and so the token) lives until Finish; the cache keeps only the hash.
+  auto fetch = [this, request](VerifyCache::Done done) {
+    upstream_requests_.Add();
+    nlohmann::json body = {{"token", request->token()}, {"address", request->address()}};
+    host_api_.Post("agent/verify", body.dump(),
+                   [done = std::move(done)](absl::StatusOr<HostReply> reply) {
+                     done(reply.ok() ? InterpretHostReply(*reply) : reply.status());
+                   });
+  };
+  cache_.Verify(common::Sha256Hex(request->token()), fetch,
+                [this, reactor, response](const VerifyCache::Result& answer) {
+                  if (!answer.ok()) {
+                    upstream_failures_.Add();
+                    reactor->Finish(UpstreamFailure(answer.status()));
+                    return;
+                  }
+                  response->set_verdict(ToVerdict(answer->kind));
+                  response->set_user(answer->user);
+                  response->set_role(answer->role);
+                  response->set_retry_after_seconds(answer->retry_after_seconds);
+                  reactor->Finish(grpc::Status::OK);
+                });
   return reactor;
 }
 
@@ -103,8 +111,19 @@ std::string AuthService::RenderMetrics() const {
 grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* context,
                                               const relay::v1::ForgetRequest* request,
                                               relay::v1::ForgetResponse* response) {
-  // Nothing is cached yet, so nothing to drop.
-  response->set_dropped(0);
+  size_t dropped = 0;
+  switch (request->what_case()) {
+    case relay::v1::ForgetRequest::kUser:
+      dropped = cache_.ForgetUser(request->user());
+      break;
+    case relay::v1::ForgetRequest::kTokenSha256:
+      dropped = cache_.ForgetToken(request->token_sha256());
+      break;
+    case relay::v1::ForgetRequest::WHAT_NOT_SET:
+      break;
+  }
+  common::LogInfo("cache entries forgotten", {{"dropped", static_cast<uint64_t>(dropped)}});
+  response->set_dropped(static_cast<uint32_t>(dropped));
   auto* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "authsvc/host_api_client.h"
+#include "authsvc/verify_cache.h"
 #include "common/metrics.h"
 #include "relay/v1/auth.grpc.pb.h"
 
@@ -11,7 +12,7 @@ namespace relay::authsvc {
 // host API client's thread.
 class AuthService final : public relay::v1::Auth::CallbackService {
  public:
-  explicit AuthService(HostApi& host_api) : host_api_(host_api) {}
+  AuthService(HostApi& host_api, VerifyCache& cache) : host_api_(host_api), cache_(cache) {}
 
   grpc::ServerUnaryReactor* VerifyToken(grpc::CallbackServerContext* context,
                                         const relay::v1::VerifyTokenRequest* request,
@@ -28,6 +29,7 @@ class AuthService final : public relay::v1::Auth::CallbackService {
 
  private:
   HostApi& host_api_;
+  VerifyCache& cache_;
   common::Counter verify_requests_;
   common::Counter redeem_requests_;
   common::Counter upstream_requests_;

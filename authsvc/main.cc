@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "authsvc/auth_service.h"
 #include "authsvc/host_api_client.h"
@@ -24,6 +25,8 @@ ABSL_FLAG(std::string, relay_key_file, "", "file holding the relay key");
 ABSL_FLAG(absl::Duration, verify_ttl, absl::Seconds(5), "how long a yes is cached (0: off)");
 ABSL_FLAG(absl::Duration, negative_ttl, absl::Seconds(5), "how long a 401 is cached (0: off)");
 ABSL_FLAG(absl::Duration, upstream_timeout, absl::Seconds(2), "host API request timeout");
+ABSL_FLAG(int64_t, cache_size, 100000, "cached verifications at most (least recently used go)");
+ABSL_FLAG(int, upstream_connections, 16, "concurrent requests to the host API at most");
 
 int main(int argc, char** argv) {
   using namespace relay;
@@ -41,13 +44,19 @@ int main(int argc, char** argv) {
   options.api_base = absl::GetFlag(FLAGS_api_base);
   options.relay_key = *std::move(key);
   options.timeout = absl::GetFlag(FLAGS_upstream_timeout);
+  options.max_connections = std::max(1, absl::GetFlag(FLAGS_upstream_connections));
   auto host_api = authsvc::NewHostApiClient(io, std::move(options));
   if (!host_api.ok()) {
     common::Fatal("bad --api_base", {{"error", host_api.status().message()}});
   }
   std::thread io_thread([&io] { io.run(); });
 
-  authsvc::AuthService service(**host_api);
+  authsvc::VerifyCacheOptions cache_options;
+  cache_options.ttl = absl::GetFlag(FLAGS_verify_ttl);
+  cache_options.negative_ttl = absl::GetFlag(FLAGS_negative_ttl);
+  cache_options.capacity = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_size)));
+  authsvc::VerifyCache cache(cache_options, [] { return absl::Now(); });
+  authsvc::AuthService service(**host_api, cache);
   auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service});
   if (!server.ok()) {
     common::Fatal(server.status().message());

@@ -19,6 +19,7 @@ template <typename T>
 class Registry;
 class EndedSessions;
 class TouchThrottle;
+class TrustedProxies;
 
 struct GatewayOptions {
   std::string mcp_path = "/mcp";
@@ -56,6 +57,7 @@ struct GatewayState {
   Registry<HttpSession>* streams = nullptr;  // open GET streams
   EndedSessions* ended = nullptr;
   TouchThrottle* touches = nullptr;
+  const TrustedProxies* proxies = nullptr;
   const McpDispatcher* dispatcher = nullptr;
   GatewayMetrics metrics;
 

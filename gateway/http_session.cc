@@ -15,6 +15,7 @@
 #include "gateway/registry.h"
 #include "gateway/session_state.h"
 #include "gateway/tab_session.h"
+#include "gateway/trusted_proxies.h"
 
 namespace relay::gateway {
 
@@ -97,7 +98,8 @@ std::optional<std::string> HttpSession::Header(absl::string_view name) const {
 std::string HttpSession::ClientAddress() const {
   beast::error_code ec;
   auto endpoint = stream_.socket().remote_endpoint(ec);
-  return ec ? "unknown" : endpoint.address().to_string();
+  std::string peer = ec ? "unknown" : endpoint.address().to_string();
+  return state_.proxies->ClientAddress(peer, Header("x-real-ip"), Header("x-forwarded-for"));
 }
 
 void HttpSession::OnReadHeader(beast::error_code ec, size_t) {

@@ -24,6 +24,7 @@
 #include "gateway/router_commands.h"
 #include "gateway/session_state.h"
 #include "gateway/tab_session.h"
+#include "gateway/trusted_proxies.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:8080", "address:port to serve HTTP and WebSocket on");
 ABSL_FLAG(std::string, metrics_listen, "", "unused: the gateway serves /metrics on --listen");
@@ -62,6 +63,10 @@ int main(int argc, char** argv) {
   if (!catalogue.ok()) {
     common::Fatal("catalogue unavailable", {{"error", catalogue.status().message()}});
   }
+  auto proxies = gateway::TrustedProxies::Parse(common::SplitList(absl::GetFlag(FLAGS_trusted_proxies)));
+  if (!proxies.ok()) {
+    common::Fatal(proxies.status().message());
+  }
   std::vector<std::string> routers = common::SplitList(absl::GetFlag(FLAGS_router_addrs));
   if (routers.empty()) {
     common::Fatal("--router_addrs is empty");
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
   state.dispatcher = &dispatcher;
   state.ended = &ended;
   state.touches = &touches;
+  state.proxies = &*proxies;
 
   gateway::Registry<gateway::TabSession> tabs;
   gateway::Registry<gateway::HttpSession> streams;

@@ -10,10 +10,15 @@
 #include "absl/time/time.h"
 #include "common/flags.h"
 #include "nlohmann/json.hpp"
+#include "relay/v1/auth.grpc.pb.h"
 #include "relay/v1/router.grpc.pb.h"
 
 ABSL_FLAG(std::string, router, "127.0.0.1:7001", "router address");
+ABSL_FLAG(std::string, authsvc, "127.0.0.1:7002", "authsvc address");
 ABSL_FLAG(bool, json, false, "machine-readable output");
+ABSL_FLAG(std::string, user, "", "auth forget: the account whose cached verifications go");
+ABSL_FLAG(std::string, token_sha256, "",
+          "auth forget: SHA-256 (hex) of the token whose cached verification goes");
 
 namespace {
 
@@ -55,15 +60,56 @@ int ListTabs() {
   return 0;
 }
 
+// Drops cached verifications at once, e.g. after revoking a token in the host
+// API without waiting for --verify_ttl.
+int AuthForget() {
+  std::string user = absl::GetFlag(FLAGS_user);
+  std::string hash = absl::GetFlag(FLAGS_token_sha256);
+  if (user.empty() == hash.empty()) {
+    std::cerr << "relayctl auth forget: give exactly one of --user or --token_sha256\n";
+    return 2;
+  }
+  auto stub = relay::v1::Auth::NewStub(
+      grpc::CreateChannel(absl::GetFlag(FLAGS_authsvc), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  relay::v1::ForgetRequest request;
+  if (!user.empty()) {
+    request.set_user(user);
+  } else {
+    request.set_token_sha256(hash);
+  }
+  relay::v1::ForgetResponse response;
+  grpc::Status status = stub->Forget(&context, request, &response);
+  if (!status.ok()) {
+    std::cerr << "relayctl: authsvc " << absl::GetFlag(FLAGS_authsvc)
+              << " did not answer: " << status.error_message() << "\n";
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << nlohmann::json{{"dropped", response.dropped()}}.dump() << "\n";
+  } else {
+    std::cout << "dropped " << response.dropped() << " cached verification(s)\n";
+  }
+  return 0;
+}
+
+constexpr char kUsage[] =
+    "usage: relayctl [--router ADDR] [--json] tabs\n"
+    "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("relayctl [--router ADDR] [--json] tabs");
+  absl::SetProgramUsageMessage(kUsage);
   auto args = relay::common::ParseFlagsWithEnv(argc, argv);
-  if (args.size() >= 2 && std::string(args[1]) == "tabs") {
+  std::vector<std::string> words(args.begin() + 1, args.end());
+  if (words == std::vector<std::string>{"tabs"}) {
     return ListTabs();
   }
-  std::cerr << "usage: relayctl [--router ADDR] [--json] tabs\n"
-               "(sessions, stats, watch, kick and end-session come with later issues)\n";
+  if (words == std::vector<std::string>{"auth", "forget"}) {
+    return AuthForget();
+  }
+  std::cerr << kUsage;
   return 2;
 }

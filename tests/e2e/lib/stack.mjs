@@ -1,7 +1,7 @@
 // Starts the relay as real processes on loopback, every port chosen by the OS
 // (port 0), and ends each of them by its pid. Used by every end-to-end test.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,8 +125,8 @@ export function startProcess(name, command, args, options = {}) {
 }
 
 // The reference host API under `php -S` on port 0, with its own data folder.
-export async function startHostApi(dir, relayKeyFile, env = {}) {
-  const proc = startProcess('hostapi', 'php', ['-S', '127.0.0.1:0', '-t', join(hostapiDir, 'public')], {
+export async function startHostApi(dir, relayKeyFile, env = {}, port = 0) {
+  const proc = startProcess('hostapi', 'php', ['-S', `127.0.0.1:${port}`, '-t', join(hostapiDir, 'public')], {
     env: { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile, ...env },
     group: true,
   });
@@ -152,7 +152,7 @@ export const defaultCatalogue = {
 };
 
 // The whole relay: host API, authsvc, router(s), gateway(s).
-export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], catalogue = defaultCatalogue } = {}) {
+export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'relay-e2e-'));
   const relayKeyFile = join(dir, 'relay.key');
   const secretFile = join(dir, 'session.secret');
@@ -163,6 +163,8 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
   mkdirSync(join(dir, 'hostapi-data'), { mode: 0o700 });
 
   const stack = { dir, procs: [], gateways: [], routers: [], relayKeyFile, secretFile, catalogueFile, passwords: {} };
+  // Every secret the test handles, so that a test can check that no log line holds one.
+  stack.secrets = [readFileSync(relayKeyFile, 'utf8').trim(), readFileSync(secretFile, 'utf8').trim()];
   stack.stop = async () => {
     await Promise.all(stack.procs.map((p) => p.stop()));
     rmSync(dir, { recursive: true, force: true });
@@ -174,11 +176,13 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
       execFileSync(join(hostapiDir, 'bin', 'hostapi'), ['user:add', user, password], { env: { ...process.env, ...hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
       stack.passwords[user] = password;
     }
-    stack.hostapi = await startHostApi(dir, relayKeyFile);
+    stack.hostapiEnv = hostapiEnv;
+    stack.hostapi = await startHostApi(dir, relayKeyFile, hostapiEnv);
     stack.procs.push(stack.hostapi);
 
     stack.authsvc = startProcess('authsvc', join(binDir, 'relay-authsvc'), [
       '--listen=127.0.0.1:0', `--api_base=${stack.hostapi.base}`, `--relay_key_file=${relayKeyFile}`,
+      ...authsvcArgs,
     ]);
     stack.procs.push(stack.authsvc);
     stack.authsvcPort = await stack.authsvc.listeningPort();
@@ -212,6 +216,22 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     throw error;
   }
 
+  // Stops the host API; restart() brings it back on the same port.
+  stack.stopHostApi = async () => { await stack.hostapi.stop(); };
+  stack.restartHostApi = async () => {
+    const port = stack.hostapi.port;
+    stack.hostapi = await startHostApi(dir, relayKeyFile, hostapiEnv, port);
+    stack.procs.push(stack.hostapi);
+  };
+  // How many requests the host API received on a route (it counts them itself).
+  stack.hostApiCount = (route) => {
+    try {
+      return Number(readFileSync(join(dir, 'hostapi-data', 'counters', route.replace('/', '-')), 'utf8').trim());
+    } catch {
+      return 0;
+    }
+  };
+
   // A browser-like session with the host API: login, then cookie-authenticated calls.
   stack.login = async (user) => {
     const res = await fetch(`${stack.hostapi.base}?r=login`, {
@@ -226,19 +246,32 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
       headers: { 'content-type': 'application/json', cookie, ...(init.headers ?? {}) },
     });
   };
+  stack.tokenIds = new Map();
+  // Revokes a token as the person would in the editor's account menu.
+  stack.revokeToken = async (token) => {
+    const { user, id } = stack.tokenIds.get(token);
+    const api = await stack.login(user);
+    const res = await api(`agent-tokens/${id}`, { method: 'DELETE' });
+    if (res.status !== 204) throw new Error(`revoke: ${res.status}`);
+  };
   // A fresh agent token, minted as the person would in the editor's account menu.
   stack.mintToken = async (user, name = 'e2e') => {
     const api = await stack.login(user);
     const res = await api('agent-tokens', { method: 'POST', body: JSON.stringify({ name }) });
     if (res.status !== 201) throw new Error(`mint token: ${res.status} ${await res.text()}`);
-    return (await res.json()).token;
+    const { token, id } = await res.json();
+    stack.secrets.push(token);
+    stack.tokenIds.set(token, { user, id });
+    return token;
   };
   // A one-time ticket for a tab, as the editor's page would get it.
   stack.ticket = async (user) => {
     const api = await stack.login(user);
     const res = await api('agent/ticket', { method: 'POST', body: '{}' });
     if (res.status !== 200) throw new Error(`ticket: ${res.status} ${await res.text()}`);
-    return (await res.json()).ticket;
+    const { ticket } = await res.json();
+    stack.secrets.push(ticket);
+    return ticket;
   };
   return stack;
 }

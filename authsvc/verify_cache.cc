@@ -1,0 +1,98 @@
+#include "authsvc/verify_cache.h"
+
+#include <optional>
+
+namespace relay::authsvc {
+
+void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Done done) {
+  std::optional<HostAnswer> cached;
+  bool first = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = index_.find(token_sha256);
+    if (it != index_.end() && clock_() < it->second->expires) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      cached = it->second->answer;
+    } else {
+      if (it != index_.end()) {
+        EraseLocked(it->second);
+      }
+      auto [pending, inserted] = pending_.try_emplace(token_sha256);
+      pending->second.waiters.push_back(std::move(done));
+      if (inserted) {
+        pending->second.forget_epoch = forget_epoch_;
+      }
+      first = inserted;  // else another caller's request answers this one too
+    }
+  }
+  if (cached) {
+    done(*cached);
+  } else if (first) {
+    fetch([this, key = token_sha256](const Result& result) { Complete(key, result); });
+  }
+}
+
+void VerifyCache::Complete(const std::string& key, const Result& result) {
+  std::vector<Done> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    auto pending = pending_.find(key);
+    waiters = std::move(pending->second.waiters);
+    bool forgotten = pending->second.forget_epoch != forget_epoch_;
+    pending_.erase(pending);
+    absl::Duration ttl = absl::ZeroDuration();
+    if (result.ok() && result->kind == HostAnswer::Kind::kOk) {
+      ttl = options_.ttl;
+    } else if (result.ok() && result->kind == HostAnswer::Kind::kInvalid) {
+      ttl = options_.negative_ttl;
+    }
+    if (!forgotten && ttl > absl::ZeroDuration() && options_.capacity > 0) {
+      lru_.push_front(Entry{key, *result, clock_() + ttl});
+      index_[key] = lru_.begin();
+      while (lru_.size() > options_.capacity) {
+        EraseLocked(std::prev(lru_.end()));
+      }
+    }
+  }
+  for (Done& done : waiters) {
+    done(result);
+  }
+}
+
+void VerifyCache::EraseLocked(std::list<Entry>::iterator it) {
+  index_.erase(it->key);
+  lru_.erase(it);
+}
+
+size_t VerifyCache::ForgetUser(const std::string& user) {
+  absl::MutexLock lock(&mu_);
+  ++forget_epoch_;
+  size_t dropped = 0;
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    auto next = std::next(it);
+    if (it->answer.user == user) {
+      EraseLocked(it);
+      ++dropped;
+    }
+    it = next;
+  }
+  return dropped;
+}
+
+size_t VerifyCache::ForgetToken(const std::string& token_sha256) {
+  absl::MutexLock lock(&mu_);
+  ++forget_epoch_;
+  auto it = index_.find(token_sha256);
+  if (it == index_.end()) {
+    return 0;
+  }
+  EraseLocked(it->second);
+  return 1;
+}
+
+size_t VerifyCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return lru_.size();
+}
+
+}  // namespace relay::authsvc

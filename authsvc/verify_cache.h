@@ -1,0 +1,73 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "authsvc/host_answer.h"
+
+namespace relay::authsvc {
+
+struct VerifyCacheOptions {
+  absl::Duration ttl = absl::Seconds(5);           // a yes; zero: never cached
+  absl::Duration negative_ttl = absl::Seconds(5);  // a no (401); zero: never cached
+  size_t capacity = 100000;                        // entries, least recently used evicted
+};
+
+// Verifications by SHA-256 of the token (never the token): a yes for ttl, a
+// no for negative_ttl, nothing else (lock-outs and failures are never
+// cached). Concurrent verifications of one token share one upstream request.
+// Thread-safe; plain C++; time comes from the injected clock.
+class VerifyCache {
+ public:
+  using Result = absl::StatusOr<HostAnswer>;
+  using Done = std::function<void(const Result&)>;
+  // Starts the upstream request; calls its argument exactly once, on any thread.
+  using Fetch = std::function<void(Done)>;
+
+  VerifyCache(VerifyCacheOptions options, std::function<absl::Time()> clock)
+      : options_(options), clock_(std::move(clock)) {}
+
+  // done runs exactly once: at once from the cache, or when the upstream
+  // request (this caller's or a concurrent one's) ends.
+  void Verify(const std::string& token_sha256, const Fetch& fetch, Done done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Drop cached answers at once; verifications in flight are not cached
+  // either. Return how many cached entries were dropped.
+  size_t ForgetUser(const std::string& user) ABSL_LOCKS_EXCLUDED(mu_);
+  size_t ForgetToken(const std::string& token_sha256) ABSL_LOCKS_EXCLUDED(mu_);
+
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Entry {
+    std::string key;
+    HostAnswer answer;
+    absl::Time expires;
+  };
+  struct Pending {
+    std::vector<Done> waiters;
+    uint64_t forget_epoch = 0;
+  };
+
+  void Complete(const std::string& key, const Result& result) ABSL_LOCKS_EXCLUDED(mu_);
+  void EraseLocked(std::list<Entry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const VerifyCacheOptions options_;
+  const std::function<absl::Time()> clock_;
+  mutable absl::Mutex mu_;
+  std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
+  absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  uint64_t forget_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace relay::authsvc

@@ -1,0 +1,175 @@
+#include "authsvc/verify_cache.h"
+
+#include "gtest/gtest.h"
+#include "testing/status_matchers.h"
+
+namespace relay::authsvc {
+namespace {
+
+using ::relay::testing::StatusIs;
+
+// An upstream whose answers the test releases by hand.
+class FakeUpstream {
+ public:
+  VerifyCache::Fetch Fetcher() {
+    return [this](VerifyCache::Done done) {
+      ++requests;
+      pending.push_back(std::move(done));
+    };
+  }
+  void Answer(const VerifyCache::Result& result) {
+    auto done = std::move(pending.front());
+    pending.erase(pending.begin());
+    done(result);
+  }
+  int requests = 0;
+  std::vector<VerifyCache::Done> pending;
+};
+
+HostAnswer Ok(const std::string& user) {
+  HostAnswer a;
+  a.kind = HostAnswer::Kind::kOk;
+  a.user = user;
+  return a;
+}
+
+HostAnswer Invalid() { return HostAnswer{}; }
+
+HostAnswer LockedOut() {
+  HostAnswer a;
+  a.kind = HostAnswer::Kind::kLockedOut;
+  a.retry_after_seconds = 900;
+  return a;
+}
+
+class VerifyCacheTest : public ::testing::Test {
+ protected:
+  VerifyCache Make(VerifyCacheOptions options = {}) {
+    return VerifyCache(options, [this] { return now_; });
+  }
+  // Verifies and returns the result, if it came synchronously.
+  std::optional<VerifyCache::Result> Verify(VerifyCache& cache, const std::string& key) {
+    std::optional<VerifyCache::Result> out;
+    cache.Verify(key, upstream_.Fetcher(), [&out](const VerifyCache::Result& r) { out = r; });
+    return out;
+  }
+
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  FakeUpstream upstream_;
+};
+
+TEST_F(VerifyCacheTest, AYesIsCachedForTheTtl) {
+  VerifyCache cache = Make({absl::Seconds(5), absl::Seconds(5), 10});
+  EXPECT_FALSE(Verify(cache, "h1").has_value());
+  upstream_.Answer(Ok("alice"));
+  now_ += absl::Seconds(4);
+  auto hit = Verify(cache, "h1");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ((*hit)->user, "alice");
+  EXPECT_EQ(upstream_.requests, 1);
+  now_ += absl::Seconds(2);  // 6 s after the answer: expired
+  EXPECT_FALSE(Verify(cache, "h1").has_value());
+  EXPECT_EQ(upstream_.requests, 2);
+}
+
+TEST_F(VerifyCacheTest, ZeroTtlTurnsThePositiveCacheOff) {
+  VerifyCache cache = Make({absl::ZeroDuration(), absl::Seconds(5), 10});
+  Verify(cache, "h1");
+  upstream_.Answer(Ok("alice"));
+  EXPECT_FALSE(Verify(cache, "h1").has_value());
+  EXPECT_EQ(upstream_.requests, 2);
+}
+
+TEST_F(VerifyCacheTest, ANoIsCachedForTheNegativeTtl) {
+  VerifyCache cache = Make({absl::Seconds(5), absl::Seconds(2), 10});
+  Verify(cache, "bad");
+  upstream_.Answer(Invalid());
+  now_ += absl::Seconds(1);
+  auto hit = Verify(cache, "bad");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ((*hit)->kind, HostAnswer::Kind::kInvalid);
+  now_ += absl::Seconds(2);
+  EXPECT_FALSE(Verify(cache, "bad").has_value());
+}
+
+TEST_F(VerifyCacheTest, LockOutsAndFailuresAreNeverCached) {
+  VerifyCache cache = Make();
+  Verify(cache, "h1");
+  upstream_.Answer(LockedOut());
+  EXPECT_FALSE(Verify(cache, "h1").has_value());
+  upstream_.Answer(absl::UnavailableError("down"));
+  EXPECT_FALSE(Verify(cache, "h1").has_value());
+  EXPECT_EQ(upstream_.requests, 3);
+}
+
+TEST_F(VerifyCacheTest, LeastRecentlyUsedIsEvicted) {
+  VerifyCache cache = Make({absl::Seconds(60), absl::Seconds(60), 2});
+  for (const char* key : {"a", "b"}) {
+    Verify(cache, key);
+    upstream_.Answer(Ok(key));
+  }
+  Verify(cache, "a");  // a is now the most recently used
+  Verify(cache, "c");
+  upstream_.Answer(Ok("c"));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_TRUE(Verify(cache, "a").has_value());
+  EXPECT_FALSE(Verify(cache, "b").has_value());  // evicted
+}
+
+TEST_F(VerifyCacheTest, ConcurrentVerificationsShareOneRequest) {
+  VerifyCache cache = Make();
+  std::vector<VerifyCache::Result> results;
+  for (int i = 0; i < 5; ++i) {
+    cache.Verify("h1", upstream_.Fetcher(),
+                 [&results](const VerifyCache::Result& r) { results.push_back(r); });
+  }
+  EXPECT_EQ(upstream_.requests, 1);
+  upstream_.Answer(Ok("alice"));
+  ASSERT_EQ(results.size(), 5u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r->user, "alice");
+  }
+}
+
+TEST_F(VerifyCacheTest, CoalescedFailureReachesAllWaitersAndTheNextCallRetries) {
+  VerifyCache cache = Make();
+  std::vector<VerifyCache::Result> results;
+  for (int i = 0; i < 3; ++i) {
+    cache.Verify("h1", upstream_.Fetcher(),
+                 [&results](const VerifyCache::Result& r) { results.push_back(r); });
+  }
+  upstream_.Answer(absl::UnavailableError("host API down"));
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_THAT(r, StatusIs(absl::StatusCode::kUnavailable));
+  }
+  EXPECT_FALSE(Verify(cache, "h1").has_value());
+  EXPECT_EQ(upstream_.requests, 2);
+  upstream_.Answer(Ok("alice"));
+  EXPECT_TRUE(Verify(cache, "h1").has_value());
+}
+
+TEST_F(VerifyCacheTest, ForgetDropsAtOnceByUserOrByHash) {
+  VerifyCache cache = Make();
+  for (const char* key : {"a1", "a2"}) {
+    Verify(cache, key);
+    upstream_.Answer(Ok("alice"));
+  }
+  Verify(cache, "b1");
+  upstream_.Answer(Ok("bob"));
+  EXPECT_EQ(cache.ForgetUser("alice"), 2u);
+  EXPECT_FALSE(Verify(cache, "a1").has_value());
+  EXPECT_EQ(cache.ForgetToken("b1"), 1u);
+  EXPECT_FALSE(Verify(cache, "b1").has_value());
+}
+
+TEST_F(VerifyCacheTest, AnAnswerInFlightDuringForgetIsNotCached) {
+  VerifyCache cache = Make();
+  Verify(cache, "a1");
+  cache.ForgetUser("alice");
+  upstream_.Answer(Ok("alice"));
+  EXPECT_FALSE(Verify(cache, "a1").has_value());
+}
+
+}  // namespace
+}  // namespace relay::authsvc

@@ -1,0 +1,160 @@
+// authsvc's promises (HOST-API.md, issue 4), end to end with the reference host API under
+// php -S, which counts the requests it receives.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { startStack, binDir, allLogs, waitUntil } from './lib/stack.mjs';
+import { ScriptedTab } from './lib/tab.mjs';
+
+const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
+const wrongToken = () => `fwa_${Array.from({ length: 64 }, () => '0123456789abcdef'[Math.floor(Math.random() * 16)]).join('')}`;
+
+function post(gateway, token, headers = {}) {
+  return fetch(gateway.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, ...headers },
+    body: JSON.stringify(ping),
+  });
+}
+
+// Without a session id the answer is 400 after a successful verification, 401/429/503 before.
+const authorized = (status) => status === 400;
+const stacks = [];
+
+describe('with a long TTL, a trusted proxy and a busy host API', () => {
+  let stack, gw;
+  before(async () => {
+    stack = await startStack({
+      users: ['alice', 'bob', 'carol'],
+      gatewayArgs: ['--trusted_proxies=127.0.0.1/32'],
+      authsvcArgs: ['--verify_ttl=60s', '--upstream_timeout=1s'],
+      hostapiEnv: { PHP_CLI_SERVER_WORKERS: '4' },
+    });
+    stacks.push(stack);
+    gw = stack.gateways[0];
+  });
+
+  test('200 concurrent requests with one fresh token make one agent/verify; 1,000 more make none', async () => {
+    const token = await stack.mintToken('alice');
+    const before = stack.hostApiCount('agent/verify');
+    const first = await Promise.all(Array.from({ length: 200 }, () => post(gw, token)));
+    assert.ok(first.every((r) => authorized(r.status)), `statuses: ${[...new Set(first.map((r) => r.status))]}`);
+    assert.equal(stack.hostApiCount('agent/verify') - before, 1);
+    for (let i = 0; i < 10; i++) {
+      const more = await Promise.all(Array.from({ length: 100 }, () => post(gw, token)));
+      assert.ok(more.every((r) => authorized(r.status)));
+    }
+    assert.equal(stack.hostApiCount('agent/verify') - before, 1);
+  });
+
+  test('a revoked token works until relayctl auth forget, then not at once', async () => {
+    const token = await stack.mintToken('bob');
+    assert.ok(authorized((await post(gw, token)).status));
+    await stack.revokeToken(token);
+    assert.ok(authorized((await post(gw, token)).status), 'cached within the TTL');
+    const out = execFileSync(join(binDir, 'relayctl'), [`--authsvc=127.0.0.1:${stack.authsvcPort}`, '--user=bob', 'auth', 'forget']).toString();
+    assert.match(out, /dropped 1 cached verification/);
+    assert.equal((await post(gw, token)).status, 401);
+  });
+
+  test('the brake: the sixth wrong token from an address gets 429 with Retry-After, by X-Real-IP of a trusted proxy', async () => {
+    const from = (ip) => ({ 'x-real-ip': ip });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await post(gw, wrongToken(), from('203.0.113.7'))).status);
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+    const locked = await post(gw, wrongToken(), from('203.0.113.7'));
+    assert.equal(locked.status, 429);
+    assert.ok(Number(locked.headers.get('retry-after')) > 0);
+    // A good token from the locked address: the host API says 429, and so do we.
+    assert.equal((await post(gw, await stack.mintToken('carol'), from('203.0.113.7'))).status, 429);
+    // Another address behind the same proxy is not braked.
+    assert.ok(authorized((await post(gw, await stack.mintToken('carol'), from('203.0.113.8'))).status));
+  });
+
+  test('two tabs racing with one ticket: exactly one gets on, the other is closed with 4401', async () => {
+    const ticket = await stack.ticket('alice');
+    const tabs = [new ScriptedTab(gw.wsUrl), new ScriptedTab(gw.wsUrl)];
+    await Promise.all(tabs.map((t) => t.open()));
+    tabs.forEach((t) => t.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket } }));
+    const hellos = await Promise.all(tabs.map((t) => t.waitFor((m) => m.id === 1)));
+    assert.equal(hellos.filter((h) => h.result).length, 1);
+    const loser = tabs[hellos.findIndex((h) => h.error)];
+    assert.equal((await loser.closed).code, 4401);
+    tabs.forEach((t) => t.close());
+  });
+
+  test('host API down: 503 within the upstream timeout; hung: the same; back: the next request succeeds', async () => {
+    const message = /account service could not be reached/;
+    await stack.stopHostApi();
+    let started = Date.now();
+    let res = await post(gw, wrongToken());
+    assert.equal(res.status, 503);
+    assert.match(await res.text(), message);
+    assert.ok(Date.now() - started < 2000);
+
+    // Something that accepts connections on the host API's port and never answers.
+    const sockets = [];
+    const hung = createServer((socket) => sockets.push(socket));
+    await new Promise((resolve) => hung.listen(stack.hostapi.port, '127.0.0.1', resolve));
+    started = Date.now();
+    res = await post(gw, wrongToken());
+    const elapsed = Date.now() - started;
+    assert.equal(res.status, 503);
+    assert.match(await res.text(), message);
+    assert.ok(elapsed >= 900 && elapsed < 2500, `answered after ${elapsed} ms`);
+    sockets.forEach((s) => s.destroy());
+    await new Promise((resolve) => hung.close(resolve));
+
+    await stack.restartHostApi();
+    const token = await stack.mintToken('alice');
+    assert.ok(authorized((await post(gw, token)).status));
+  });
+});
+
+describe('with a one-second TTL', () => {
+  let stack, gw;
+  before(async () => {
+    stack = await startStack({
+      users: ['dave'],
+      // The revocation test speaks from its own address (X-Real-IP), so that its 401s do
+      // not count toward the brake of the socket address that the next test checks.
+      gatewayArgs: ['--trusted_proxies=127.0.0.1/32'],
+      authsvcArgs: ['--verify_ttl=1s', '--negative_ttl=1s'],
+    });
+    stacks.push(stack);
+    gw = stack.gateways[0];
+  });
+
+  test('a token revoked in the host API stops working within --verify_ttl', async () => {
+    const token = await stack.mintToken('dave');
+    const from = { 'x-real-ip': '198.51.100.50' };
+    assert.ok(authorized((await post(gw, token, from)).status));
+    await stack.revokeToken(token);
+    const revoked = Date.now();
+    await waitUntil(async () => (await post(gw, token, from)).status === 401, 'the revocation takes effect', 3000);
+    assert.ok(Date.now() - revoked <= 1500, `took ${Date.now() - revoked} ms`);
+  });
+
+  test('six wrong tokens from the socket address: the sixth gets 429', async () => {
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await post(gw, wrongToken())).status);
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+  });
+});
+
+after(async () => {
+  for (const stack of stacks) await stack.stop();
+});
+
+test('no token, ticket, relay key or session secret appears in any log line', () => {
+  const secrets = stacks.flatMap((s) => s.secrets);
+  assert.ok(secrets.length > 10);
+  assert.ok(allLogs.length > 20);
+  for (const line of allLogs) {
+    for (const secret of secrets) {
+      assert.ok(!line.includes(secret), `a secret in: ${line.slice(0, 80)}…`);
+    }
+  }
+});
