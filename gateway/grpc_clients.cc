@@ -30,7 +30,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Reconnect quickly after a restart of the peer.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -311,7 +311,7 @@ class Shard {
         return;
       }
       backoff_ = backoff_ == absl::ZeroDuration() ? absl::Milliseconds(100)
-                                                  : std::min(backoff_ * 2, absl::Seconds(5));
+                                                  : std::min(backoff_ * 2, absl::Seconds(1));
       if (status.ok() || status.error_code() != grpc::StatusCode::UNAVAILABLE) {
         backoff_ = absl::Milliseconds(100);
       }
@@ -371,6 +371,11 @@ class Shard {
 
 LinkReactor::LinkReactor(Shard& shard, relay::v1::Router::Stub& stub, TabCommandSink& sink)
     : shard_(shard), sink_(sink) {
+  // The link waits for the router instead of failing while it is down, so
+  // that it is up again as soon as the channel reconnects (within the
+  // channel's 1 s reconnect backoff of a router's restart). Forward calls do
+  // not wait: an agent must hear at once that its shard is down.
+  context_.set_wait_for_ready(true);
   stub.async()->Link(&context_, this);
   StartRead(&in_);
   // Writes start outside reactions (any thread may Send): hold the stream

@@ -385,10 +385,14 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
                                   "). The request was cancelled."));
     case ForwardOutcome::Kind::kCancelled:
       return Failure(plan, kInternalError, "The request was cancelled.");
-    case ForwardOutcome::Kind::kRouterUnavailable:
-      return Failure(plan, kInternalError,
-                     "The relay is restarting and could not reach the editor. Try again in a "
-                     "moment.");
+    case ForwardOutcome::Kind::kRouterUnavailable: {
+      constexpr absl::string_view kRestarting =
+          "The relay is restarting and could not reach the editor. Try again in a moment.";
+      if (plan.is_tool_call) {
+        return Failure(plan, kInternalError, kRestarting);
+      }
+      return Json(503, EncodeError(plan.id, kInternalError, kRestarting));
+    }
     case ForwardOutcome::Kind::kSessionEnded:
       return Json(404, EncodeError(plan.id, -32001, "Session not found; initialize a new session"));
   }

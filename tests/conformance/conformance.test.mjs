@@ -5,27 +5,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startStack, startProcess, waitUntil } from '../e2e/lib/stack.mjs';
+import { startStack } from '../e2e/lib/stack.mjs';
+import { freePort, startNginx } from '../e2e/lib/nginx.mjs';
 import { connectConformanceTab } from './tab.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const testsDir = join(here, '..');
-
-// nginx cannot report a port it picked itself: ask the OS for a free one and hand it over.
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 let stack, nginx, tab, proxyPort;
 before(async () => {
@@ -39,39 +27,11 @@ before(async () => {
   });
   tab = await connectConformanceTab(stack.gateways[0].wsUrl, await stack.ticket('conformance'));
   const token = await stack.mintToken('conformance');
-  const prefix = join(stack.dir, 'nginx');
-  mkdirSync(join(prefix, 'logs'), { recursive: true });
-  // The token is written to a file of the test's private temporary folder, never logged.
-  writeFileSync(join(prefix, 'nginx.conf'), `
-worker_processes 1;
-daemon off;
-pid ${prefix}/nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path ${prefix}/body;
-  proxy_temp_path ${prefix}/proxy;
-  fastcgi_temp_path ${prefix}/fastcgi;
-  uwsgi_temp_path ${prefix}/uwsgi;
-  scgi_temp_path ${prefix}/scgi;
-  server {
-    listen 127.0.0.1:${proxyPort};
-    location / {
-      proxy_pass http://127.0.0.1:${stack.gateways[1].port};
-      proxy_http_version 1.1;
-      proxy_set_header Host $http_host;
-      proxy_set_header Connection "";
-      proxy_set_header Authorization "Bearer ${token}";
-      proxy_buffering off;
-      proxy_cache off;
-      proxy_read_timeout 1h;
-    }
-  }
-}
-`, { mode: 0o600 });
-  nginx = startProcess('nginx', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
-  await waitUntil(async () => (await fetch(`http://127.0.0.1:${proxyPort}/healthz`)).status === 200, 'nginx answers');
+  // The token goes into the nginx configuration in the test's private temporary folder.
+  nginx = await startNginx(stack.dir, [stack.gateways[1].port], {
+    port: proxyPort,
+    extraHeaders: `      proxy_set_header Authorization "Bearer ${token}";`,
+  });
 });
 after(async () => {
   tab?.close();

@@ -1,0 +1,68 @@
+// nginx in front of gateways, as a deployment would have it: round robin, WebSocket upgrade,
+// SSE unbuffered. nginx cannot report a port it picked itself, so the test asks the OS for a
+// free one (bind to port 0, release) and hands it over.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { startProcess, waitUntil } from './stack.mjs';
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// Starts nginx proxying to the given upstream ports. extraHeaders: lines of
+// proxy_set_header (the conformance run adds the bearer). Resolves once it answers.
+export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '' } = {}) {
+  port = port ?? await freePort();
+  const prefix = join(dir, `nginx-${port}`);
+  mkdirSync(prefix, { recursive: true });
+  const servers = upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=5s;`).join('\n');
+  writeFileSync(join(prefix, 'nginx.conf'), `
+worker_processes 1;
+daemon off;
+pid ${prefix}/nginx.pid;
+error_log stderr error;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${prefix}/body;
+  proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi;
+  uwsgi_temp_path ${prefix}/uwsgi;
+  scgi_temp_path ${prefix}/scgi;
+  map $http_upgrade $connection_upgrade { default upgrade; '' ''; }
+  upstream gateways {
+${servers}
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    client_max_body_size 5m;
+    location / {
+      proxy_pass http://gateways;
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_set_header X-Real-IP $remote_addr;
+${extraHeaders}
+      proxy_buffering off;
+      proxy_cache off;
+      proxy_read_timeout 1h;
+      proxy_send_timeout 1h;
+    }
+  }
+}
+`, { mode: 0o600 });
+  const nginx = startProcess('nginx', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
+  nginx.port = port;
+  await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'nginx answers');
+  return nginx;
+}
