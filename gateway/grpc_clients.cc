@@ -122,9 +122,12 @@ class ForwardCall final : public grpc::ClientReadReactor<ForwardEvent> {
     ForwardCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
   };
 
+  // Starts the call. The call may end, and this object be deleted, on another
+  // thread as soon as StartCall returns: the caller keeps control, not this.
   ForwardCall(relay::v1::Router::Stub& stub, ForwardRequest request, absl::Duration timeout,
-              RouterClient::EventCallback on_event, RouterClient::ForwardCallback done)
-      : control_(std::make_shared<Control>()), on_event_(std::move(on_event)),
+              RouterClient::EventCallback on_event, RouterClient::ForwardCallback done,
+              std::shared_ptr<Control> control)
+      : control_(std::move(control)), on_event_(std::move(on_event)),
         done_(std::move(done)) {
     request_.set_account(std::move(request.account));
     request_.set_session_id(std::move(request.session_id));
@@ -138,8 +141,6 @@ class ForwardCall final : public grpc::ClientReadReactor<ForwardEvent> {
     StartRead(&in_);
     StartCall();
   }
-
-  std::shared_ptr<Control> control() const { return control_; }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
@@ -468,9 +469,10 @@ class GrpcRouterClient final : public RouterClient {
   std::shared_ptr<ForwardHandle> Forward(ForwardRequest request, absl::Duration timeout,
                                          EventCallback on_event, ForwardCallback done) override {
     Shard& shard = *shards_[picker_.Pick(request.account)];
-    auto* call = new ForwardCall(shard.stub(), std::move(request), timeout, std::move(on_event),
-                                 std::move(done));
-    return call->control();
+    auto control = std::make_shared<ForwardCall::Control>();
+    new ForwardCall(shard.stub(), std::move(request), timeout, std::move(on_event), std::move(done),
+                    control);
+    return control;
   }
 
   void SessionTouch(const std::string& account, const std::string& session) override {

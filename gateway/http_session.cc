@@ -490,17 +490,20 @@ void HttpSession::WatchPeer() {
 void HttpSession::OnPeerData(beast::error_code ec, size_t bytes) {
   watching_ = false;
   if (!ec) {
-    // A pipelined request, kept for later; keep watching for the close.
-    buffer_.commit(bytes);
-    if ((phase_ == Phase::kForwarding || phase_ == Phase::kStreaming) &&
-        buffer_.size() < kMaxPipelined) {
-      WatchPeer();
-    }
-    return;
+    buffer_.commit(bytes);  // a pipelined request, kept for the next read
   }
-  if (ec == asio::error::operation_aborted && resume_after_watch_) {
+  if (resume_after_watch_) {
+    // The answer is out and the watch was being stopped: whether it ended by
+    // the cancel or by new data, the next request is read now.
     resume_after_watch_ = false;
     return AfterWrites();
+  }
+  if (!ec) {
+    if ((phase_ == Phase::kForwarding || phase_ == Phase::kStreaming) &&
+        buffer_.size() < kMaxPipelined) {
+      WatchPeer();  // keep watching for the close
+    }
+    return;
   }
   // The client went away: give up the call (the tab hears of it) or the stream.
   if (phase_ == Phase::kForwarding && call_) {

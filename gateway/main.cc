@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     common::Fatal(listener.status().message());
   }
   common::LogListening(absl::GetFlag(FLAGS_listen), (*listener)->port());
+  common::LogInfo("gateway started", {{"gateway", state.gateway_id}});
   (*listener)->Run();
 
   // The catalogue file is re-read when it changes; every open stream hears of it.

@@ -74,3 +74,61 @@ export class ScriptedTab {
     this.ws?.close();
   }
 }
+
+// A tab that reconnects as TAB-PROTOCOL.md says: after a close (not 4409), wait 2 s, 4 s,
+// 8 s … at most 30 s, and connect again with a new ticket. Counts every tools/call it gets.
+export class ReconnectingTab {
+  constructor(url, getTicket, handler) {
+    this.url = url;
+    this.getTicket = getTicket;
+    this.handler = handler;
+    this.stopped = false;
+    this.connections = 0;
+    this.calls = [];  // params of every tools/call received
+    this.onConnected = () => {};
+  }
+
+  async start() {
+    let delay = 2000;
+    while (!this.stopped) {
+      try {
+        const tab = new ScriptedTab(this.url);
+        tab.handlers['tools/call'] = async (params) => {
+          this.calls.push(params);
+          return this.handler(params);
+        };
+        const hello = await tab.hello(await this.getTicket());
+        if (!hello.result) throw new Error(JSON.stringify(hello.error));
+        this.current = tab;
+        this.connections++;
+        this.connectedAt = Date.now();
+        delay = 2000;
+        this.onConnected();
+        const { code } = await tab.closed;
+        this.current = undefined;
+        if (code === 4409) return;
+      } catch {
+        // refused or dropped: try again after the backoff
+      }
+      if (this.stopped) return;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 30000);
+    }
+  }
+
+  // Resolves once connected (again) after the given time.
+  connectedSince(time) {
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.current && this.connectedAt >= time) resolve(this.connectedAt);
+        else setTimeout(check, 20);
+      };
+      check();
+    });
+  }
+
+  stop() {
+    this.stopped = true;
+    this.current?.close();
+  }
+}
