@@ -385,13 +385,24 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
     link->Send(std::move(command));
   }
 
+  // Writes are started outside mu_: once the final write is started the
+  // reactor may be deleted on another thread (OnDone), mutex included.
   void Event(std::string message) override ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    events_.emplace_back();
-    events_.back().set_message(std::move(message));
-    if (!writing_) {
-      writing_ = true;
-      StartWrite(&events_.front());
+    const ForwardEvent* start = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finishing_) {
+        return;
+      }
+      events_.emplace_back();
+      events_.back().set_message(std::move(message));
+      if (!writing_) {
+        writing_ = true;
+        start = &events_.front();
+      }
+    }
+    if (start != nullptr) {
+      StartWrite(start);
     }
   }
 
@@ -429,25 +440,49 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
         final_.mutable_failure()->set_reason(relay::v1::Failure::REASON_SESSION_ENDED);
         break;
     }
-    absl::MutexLock lock(&mu_);
-    final_ready_ = true;
-    if (!writing_) {
-      writing_ = true;
-      StartWriteAndFinish(&final_, grpc::WriteOptions(), grpc::Status::OK);
+    bool start = false;
+    {
+      absl::MutexLock lock(&mu_);
+      final_ready_ = true;
+      if (!writing_) {
+        writing_ = true;
+        finishing_ = true;
+        start = true;
+      }
+    }
+    if (start) {
+      StartWriteAndFinish(&final_, grpc::WriteOptions(), grpc::Status::OK);  // last use of this
     }
   }
 
   void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    events_.pop_front();
-    if (!events_.empty()) {
-      StartWrite(&events_.front());
-    } else if (final_ready_) {
-      StartWriteAndFinish(&final_, grpc::WriteOptions(), grpc::Status::OK);
-    } else if (cancelled_) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
-    } else {
-      writing_ = false;
+    enum class Next { kNothing, kEvent, kFinal, kCancel } next = Next::kNothing;
+    const ForwardEvent* event = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      events_.pop_front();
+      if (!events_.empty()) {
+        next = Next::kEvent;
+        event = &events_.front();
+      } else if (final_ready_ || cancelled_) {
+        next = final_ready_ ? Next::kFinal : Next::kCancel;
+        finishing_ = true;
+      } else {
+        writing_ = false;
+      }
+    }
+    switch (next) {
+      case Next::kEvent:
+        StartWrite(event);
+        break;
+      case Next::kFinal:
+        StartWriteAndFinish(&final_, grpc::WriteOptions(), grpc::Status::OK);
+        break;
+      case Next::kCancel:
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+        break;
+      case Next::kNothing:
+        break;
     }
   }
 
@@ -467,11 +502,18 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
                            : "the agent cancelled the request");
     state_.SendTo(tab.link_id, std::move(command));
     state_.metrics().cancelled.Add();
-    absl::MutexLock lock(&mu_);
-    if (writing_) {
-      cancelled_ = true;  // finished once the write in flight is done
-    } else {
-      writing_ = true;
+    bool finish_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_) {
+        cancelled_ = true;  // finished once the write in flight is done
+      } else {
+        writing_ = true;
+        finishing_ = true;
+        finish_now = true;
+      }
+    }
+    if (finish_now) {
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
     }
   }
@@ -490,6 +532,7 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
   bool final_ready_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // the last operation is started
 };
 
 }  // namespace
