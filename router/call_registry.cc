@@ -25,7 +25,7 @@ uint64_t CallRegistry::Add(const TabRef& tab, CallSink* sink, CallInfo info) {
   return id;
 }
 
-CallSink* CallRegistry::EraseLocked(uint64_t call_id, CallInfo* info) {
+CallSink* CallRegistry::EraseLocked(uint64_t call_id) {
   auto it = calls_.find(call_id);
   Entry& entry = it->second;
   CallSink* sink = entry.sink;
@@ -40,20 +40,8 @@ CallSink* CallRegistry::EraseLocked(uint64_t call_id, CallInfo* info) {
   if (!entry.info.progress_token.empty()) {
     by_progress_.erase(entry.info.progress_token);
   }
-  if (info != nullptr) {
-    *info = std::move(entry.info);
-  }
   calls_.erase(it);
   return sink;
-}
-
-CallSink* CallRegistry::Take(uint64_t call_id, const TabRef& tab, CallInfo* info) {
-  absl::MutexLock lock(&mu_);
-  auto it = calls_.find(call_id);
-  if (it == calls_.end() || !(it->second.tab == tab)) {
-    return nullptr;
-  }
-  return EraseLocked(call_id, info);
 }
 
 std::pair<CallSink*, TabRef> CallRegistry::TakeAny(uint64_t call_id) {
@@ -63,7 +51,7 @@ std::pair<CallSink*, TabRef> CallRegistry::TakeAny(uint64_t call_id) {
     return {nullptr, TabRef{}};
   }
   TabRef tab = it->second.tab;
-  return {EraseLocked(call_id, nullptr), tab};
+  return {EraseLocked(call_id), tab};
 }
 
 std::vector<CallSink*> CallRegistry::TakeAllOf(const TabRef& tab) {
@@ -75,7 +63,7 @@ std::vector<CallSink*> CallRegistry::TakeAllOf(const TabRef& tab) {
   }
   std::vector<uint64_t> copy(ids->second.begin(), ids->second.end());
   for (uint64_t id : copy) {
-    out.push_back(EraseLocked(id, nullptr));
+    out.push_back(EraseLocked(id));
   }
   return out;
 }

@@ -39,7 +39,7 @@ struct CallInfo {
   bool is_tool_call = false;
 };
 
-// The calls in flight: call id -> (tab, sink, info). Take* removes a call, so
+// The calls in flight: call id -> (tab, sink, info). TakeAny and TakeAllOf remove calls, so
 // that exactly one of the tab's answer, a cancellation, the tab leaving or its
 // displacement completes it. Thread-safe; plain C++.
 class CallRegistry {
@@ -50,10 +50,6 @@ class CallRegistry {
   // Returns the new call's id: unique for the life of the process, counting
   // up from first_id.
   uint64_t Add(const TabRef& tab, CallSink* sink, CallInfo info) ABSL_LOCKS_EXCLUDED(mu_);
-
-  // Removes the call if it is still in flight and was sent to tab.
-  CallSink* Take(uint64_t call_id, const TabRef& tab, CallInfo* info = nullptr)
-      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Removes the call whatever its tab (the agent's side gave up). Returns the
   // sink and the tab it was sent to, or {nullptr, {}}.
@@ -84,7 +80,7 @@ class CallRegistry {
     CallSink* sink;
     CallInfo info;
   };
-  CallSink* EraseLocked(uint64_t call_id, CallInfo* info) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  CallSink* EraseLocked(uint64_t call_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_);

@@ -221,8 +221,9 @@ std::optional<StreamDelivery> SessionTable::Append(Session& s, const std::string
   return StreamDelivery{*s.stream, id, message};
 }
 
-std::vector<StreamDelivery> SessionTable::Broadcast(const std::string& account,
-                                                    const std::string& message) {
+std::vector<StreamDelivery> SessionTable::Fanout(
+    const std::string& account, const std::string& message,
+    const std::function<bool(const Session&)>& wants) {
   absl::MutexLock lock(&mu_);
   std::vector<StreamDelivery> out;
   auto it = by_account_.find(account);
@@ -230,50 +231,34 @@ std::vector<StreamDelivery> SessionTable::Broadcast(const std::string& account,
     return out;
   }
   for (const std::string& id : it->second) {
-    if (auto d = Append(sessions_[id], message)) {
+    Session& s = sessions_[id];
+    if (!wants(s)) {
+      continue;
+    }
+    if (auto d = Append(s, message)) {
       out.push_back(*std::move(d));
     }
   }
   return out;
 }
 
+std::vector<StreamDelivery> SessionTable::Broadcast(const std::string& account,
+                                                    const std::string& message) {
+  return Fanout(account, message, [](const Session&) { return true; });
+}
+
 std::vector<StreamDelivery> SessionTable::ToSubscribers(const std::string& account,
                                                         const std::string& uri,
                                                         const std::string& message) {
-  absl::MutexLock lock(&mu_);
-  std::vector<StreamDelivery> out;
-  auto it = by_account_.find(account);
-  if (it == by_account_.end()) {
-    return out;
-  }
-  for (const std::string& id : it->second) {
-    Session& s = sessions_[id];
-    if (s.subscriptions.contains(uri)) {
-      if (auto d = Append(s, message)) {
-        out.push_back(*std::move(d));
-      }
-    }
-  }
-  return out;
+  return Fanout(account, message,
+                [&uri](const Session& s) { return s.subscriptions.contains(uri); });
 }
 
 std::vector<StreamDelivery> SessionTable::ToLogLevel(const std::string& account, int level,
                                                      const std::string& message) {
-  absl::MutexLock lock(&mu_);
-  std::vector<StreamDelivery> out;
-  auto it = by_account_.find(account);
-  if (it == by_account_.end()) {
-    return out;
-  }
-  for (const std::string& id : it->second) {
-    Session& s = sessions_[id];
-    if (s.log_level >= 0 && level >= s.log_level) {
-      if (auto d = Append(s, message)) {
-        out.push_back(*std::move(d));
-      }
-    }
-  }
-  return out;
+  // A session that never called logging/setLevel gets no account-wide logs.
+  return Fanout(account, message,
+                [level](const Session& s) { return s.log_level >= 0 && level >= s.log_level; });
 }
 
 void SessionTable::SetPendingLine(const std::string& account, const std::string& line) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -69,7 +70,7 @@ class SessionTable {
 
   // Events for the GET streams of the account's sessions, each numbered and
   // buffered for replay. Sessions without an open stream buffer it only.
-  // filter: kAll, subscribers of uri, or sessions whose level admits level.
+  // To all, to the subscribers of uri, or to the sessions whose level admits level.
   std::vector<StreamDelivery> Broadcast(const std::string& account, const std::string& message)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<StreamDelivery> ToSubscribers(const std::string& account, const std::string& uri,
@@ -106,6 +107,10 @@ class SessionTable {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<StreamDelivery> Append(Session& s, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends message for every session of the account that wants it.
+  std::vector<StreamDelivery> Fanout(const std::string& account, const std::string& message,
+                                     const std::function<bool(const Session&)>& wants)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const SessionTableOptions options_;
   mutable absl::Mutex mu_;

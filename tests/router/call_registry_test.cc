@@ -24,17 +24,10 @@ TEST(CallRegistry, ACallIsTakenOnce) {
   CallRegistry calls(1);
   RecordingSink sink;
   uint64_t id = calls.Add(TabRef{1, 1}, &sink, {});
-  EXPECT_EQ(calls.Take(id, TabRef{1, 1}), &sink);
-  EXPECT_EQ(calls.Take(id, TabRef{1, 1}), nullptr);
+  auto [taken, tab] = calls.TakeAny(id);
+  EXPECT_EQ(taken, &sink);
+  EXPECT_EQ(tab, (TabRef{1, 1}));
   EXPECT_EQ(calls.TakeAny(id).first, nullptr);
-}
-
-TEST(CallRegistry, OnlyTheCallsTabMayTakeIt) {
-  CallRegistry calls(1);
-  RecordingSink sink;
-  uint64_t id = calls.Add(TabRef{1, 1}, &sink, {});
-  EXPECT_EQ(calls.Take(id, TabRef{2, 1}), nullptr);
-  EXPECT_EQ(calls.Take(id, TabRef{1, 1}), &sink);
 }
 
 TEST(CallRegistry, TakeAllOfATab) {
@@ -57,9 +50,7 @@ TEST(CallRegistry, FindsCallsByRequestIdAndProgressToken) {
   EXPECT_EQ(calls.FindByRequest("s1", "7"), id);
   EXPECT_EQ(calls.FindByRequest("s2", "7"), 0u);  // another session's request 7
   EXPECT_EQ(calls.FindByProgressToken("p-1"), id);
-  CallInfo info;
-  EXPECT_EQ(calls.Take(id, TabRef{1, 1}, &info), &sink);
-  EXPECT_TRUE(info.is_tool_call);
+  EXPECT_EQ(calls.TakeAny(id).first, &sink);
   EXPECT_EQ(calls.FindByRequest("s1", "7"), 0u);
   EXPECT_EQ(calls.FindByProgressToken("p-1"), 0u);
 }
