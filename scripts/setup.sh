@@ -14,7 +14,7 @@ packages=(
   php-cli curl
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(nginx docker-compose nodejs npm)
+  packages+=(nginx docker-compose nodejs npm chromium wrk)
 fi
 
 missing=()

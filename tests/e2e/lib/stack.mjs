@@ -202,7 +202,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
         `--session_secret_file=${secretFile}`,
         `--catalogue=${catalogueFile}`,
         '--allowed_origins=http://editor.test',
-        ...(typeof gatewayArgs === 'function' ? gatewayArgs(i) : gatewayArgs),
+        ...(typeof gatewayArgs === 'function' ? gatewayArgs(i, stack) : gatewayArgs),
       ]);
       stack.procs.push(gateway);
       gateway.port = await gateway.listeningPort();
