@@ -165,9 +165,18 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
   const stack = { dir, procs: [], gateways: [], routers: [], relayKeyFile, secretFile, catalogueFile, passwords: {} };
   // Every secret the test handles, so that a test can check that no log line holds one.
   stack.secrets = [readFileSync(relayKeyFile, 'utf8').trim(), readFileSync(secretFile, 'utf8').trim()];
+  // Stops everything, then fails if any process ever logged a secret of this stack: every
+  // test file that starts a stack checks its whole run for leaked tokens, tickets and keys.
   stack.stop = async () => {
     await Promise.all(stack.procs.map((p) => p.stop()));
     rmSync(dir, { recursive: true, force: true });
+    for (const proc of stack.procs) {
+      for (const line of proc.lines) {
+        if (stack.secrets.some((secret) => line.includes(secret))) {
+          throw new Error(`${proc.name} logged a secret: ${line.slice(0, 60)}…`);
+        }
+      }
+    }
   };
   try {
     const hostapiEnv = { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile };
