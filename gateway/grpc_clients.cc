@@ -290,7 +290,8 @@ class Shard {
     }
     GatewayEvent hello;
     hello.mutable_hello()->set_gateway_id(gateway_id_);
-    link->Send(std::move(hello));
+    // Through Send, under mu_: the new link may already have failed and gone.
+    Send(std::move(hello));
     // Announces this gateway's tabs of this shard; they queue behind the hello.
     sink_.OnLinkUp(index_);
   }

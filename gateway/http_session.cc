@@ -576,6 +576,8 @@ void HttpSession::SendEvent(absl::string_view message, uint64_t event_id) {
 }
 
 void HttpSession::EndSse() {
+  // A keep-alive whose timer already fired must not follow the last chunk.
+  sse_ = false;
   then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
   Enqueue("0\r\n\r\n");
 }

@@ -200,6 +200,11 @@ void TabSession::PostAccepted(uint32_t agents) {
     self->Send(EncodeResult(nlohmann::json::parse(self->hello_id_, nullptr, false),
                             DumpJson(result)));
     self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
+    // Calls that overtook the acceptance go out now, after the hello's answer.
+    for (auto& [call_id, method, params] : std::exchange(self->early_calls_, {})) {
+      self->in_flight_.insert(call_id);
+      self->Send(EncodeRequest(call_id, method, params));
+    }
     self->state_.metrics.tabs_connected.Add();
     self->counted_ = true;
     common::LogInfo("tab connected", {{"tab", self->tab_id_},
@@ -352,7 +357,13 @@ void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::st
 
 void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), call_id, method = std::move(method),
-                                  params = std::move(params)] {
+                                  params = std::move(params)]() mutable {
+    if (self->phase_ == State::kAnnouncing) {
+      // The router made the tab routable just before it accepted it: hold the
+      // call until the hello is answered.
+      self->early_calls_.emplace_back(call_id, std::move(method), std::move(params));
+      return;
+    }
     if (self->phase_ != State::kLive) {
       self->state_.router->TabReply(self->announcement_.account, call_id, /*is_error=*/true,
                                     R"({"code":-32603,"message":"the editor is disconnecting"})");

@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -80,6 +82,7 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   TabAnnouncement announcement_;
   std::string hello_id_;  // the hello's id, as JSON text
   absl::flat_hash_set<uint64_t> in_flight_;
+  std::vector<std::tuple<uint64_t, std::string, std::string>> early_calls_;
 };
 
 }  // namespace relay::gateway

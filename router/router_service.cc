@@ -106,15 +106,25 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
       return;
     }
     Handle(in_);
-    StartRead(&in_);
+    if (!ended_.load()) {
+      StartRead(&in_);
+    }
   }
 
   void OnWriteDone(bool ok) override { outbox_->OnWritten(ok); }
 
   void OnCancel() override { End(); }
 
+  // Reactions may run concurrently (a cancel while a message is handled), so
+  // the link's state is torn down here, after every other reaction: nothing
+  // that a late message added can outlive the link.
   void OnDone() override {
     End();
+    for (const TabRecord& tab : state_.table().DetachLink(link_id_)) {
+      FailCalls(state_.calls().TakeAllOf(tab.ref), CallOutcome::Kind::kTabGone);
+    }
+    state_.NotifyAgents(state_.sessions().CloseLink(link_id_, absl::Now()));
+    common::LogInfo("gateway unlinked", {{"gateway", gateway_id_}});
     delete this;
   }
 
@@ -326,17 +336,13 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
   }
 
   // Idempotent: the link ends through a failed read, a cancel or OnDone.
+  // From here no new call is delivered to it (FindLink fails).
   void End() {
     if (ended_.exchange(true)) {
       return;
     }
     outbox_->Close();
     state_.RemoveLink(link_id_);
-    for (const TabRecord& tab : state_.table().DetachLink(link_id_)) {
-      FailCalls(state_.calls().TakeAllOf(tab.ref), CallOutcome::Kind::kTabGone);
-    }
-    state_.NotifyAgents(state_.sessions().CloseLink(link_id_, absl::Now()));
-    common::LogInfo("gateway unlinked", {{"gateway", gateway_id_}});
     Finish(grpc::Status::OK);
   }
 
@@ -376,6 +382,16 @@ class ForwardReactor final : public grpc::ServerWriteReactor<ForwardEvent>, publ
         CallInfo{request.session_id(), request.request_id(), request.progress_token(),
                  is_tool_call_});
     call_id_ = call_id;
+    // The tab may have left (TabDown, displacement, its gateway's link
+    // ending) between the lookup and Add. Those paths detach the tab and then
+    // take its calls; looking again after Add closes the gap: either they took
+    // this call, or we see the tab gone and take it back ourselves.
+    if (state_.table().AccountOf(*tab) != request.account()) {
+      if (state_.calls().TakeAny(call_id).first != nullptr) {
+        Complete(CallOutcome{CallOutcome::Kind::kTabGone, {}});
+      }
+      return;
+    }
     RouterCommand command;
     auto* deliver = command.mutable_deliver();
     deliver->set_tab_id(tab->tab_id);
