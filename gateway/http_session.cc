@@ -460,8 +460,20 @@ void HttpSession::PostNotice(std::string message) {
 void HttpSession::PostReannounce(size_t shard) {
   asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
     if (self->phase_ == Phase::kStreaming && self->stream_id_ != 0 &&
+        !self->state_.ended->Contains(self->stream_session_) &&
         self->state_.router->ShardOf(self->account_) == shard) {
       self->state_.router->StreamOpen(self->account_, self->stream_session_, self->stream_id_, 0);
+    }
+  });
+}
+
+void HttpSession::PostSessionEnded(std::string session) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), session = std::move(session)] {
+    if (self->phase_ == Phase::kStreaming && self->stream_session_ == session) {
+      self->CloseStream();
+      self->keepalive_timer_.cancel();
+      self->keep_alive_ = false;
+      self->EndSse();
     }
   });
 }

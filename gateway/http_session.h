@@ -39,6 +39,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // A notification of this gateway's own (the catalogue changed).
   void PostNotice(std::string message);
   void PostGoingAway();
+  // The session was ended (DELETE): its stream, if this is it, ends.
+  void PostSessionEnded(std::string session);
 
  private:
   enum class Phase { kReading, kAuthorizing, kForwarding, kStreaming, kClosed };

@@ -51,7 +51,13 @@ void RouterCommands::OnStreamEvent(uint64_t stream_id, uint64_t event_id, std::s
   }
 }
 
-void RouterCommands::OnSessionEnded(std::string session_id) { ended_.Add(session_id); }
+void RouterCommands::OnSessionEnded(std::string session_id) {
+  ended_.Add(session_id);
+  // Its GET streams end too, wherever they are open.
+  for (auto& stream : streams_.Snapshot()) {
+    stream->PostSessionEnded(session_id);
+  }
+}
 
 void RouterCommands::OnLinkDown(size_t shard) {
   for (auto& tab : tabs_.Snapshot()) {

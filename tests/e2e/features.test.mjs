@@ -117,7 +117,10 @@ test('relay/agents counts sessions from initialize to DELETE', async () => {
   const viaOther = new RawAgent(gwTabs.url, b.token);
   viaOther.session = b.session;
   await waitUntil(async () => (await viaOther.post({ jsonrpc: '2.0', id: 6, method: 'ping' })).status === 404, 'the end reaches the other gateway');
+  // DELETE also ends the session's GET stream.
+  const { stream } = await a.openStream();
   assert.equal((await a.delete()).status, 204);
+  for (let event = await stream.next(); event !== null; event = await stream.next()) {}
   tab.close();
 });
 
