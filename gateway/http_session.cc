@@ -381,8 +381,16 @@ void HttpSession::StartForward(ForwardPlan plan) {
 }
 
 void HttpSession::OnForwardEvent(std::string message) {
-  if (phase_ != Phase::kForwarding || !headers_.accepts_sse || !batch_.empty()) {
-    return;  // a JSON-only client cannot receive these
+  if (phase_ != Phase::kForwarding) {
+    return;
+  }
+  if (!headers_.accepts_sse || !batch_.empty()) {
+    // This client cannot receive it: a notification is dropped, a request
+    // is answered with an error so that the tab does not wait for ever.
+    PostDecision refusal;
+    refusal.session = plan_->request.session_id;
+    refusal.effect = state_.dispatcher->RefuseTabRequest(message);
+    return Apply(refusal);
   }
   if (!sse_) {
     StartSse();

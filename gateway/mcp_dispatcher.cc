@@ -399,6 +399,23 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
   return Failure(plan, kInternalError, "internal error");
 }
 
+SessionEffect McpDispatcher::RefuseTabRequest(absl::string_view message) const {
+  SessionEffect effect;
+  if (!absl::StrContains(message, kTabRequestIdPrefix)) {
+    return effect;  // a notification: nothing to answer
+  }
+  auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("method") || !parsed.contains("id") ||
+      !ParseTabRequestId(parsed["id"], &effect.call_id, &effect.tab_request_id)) {
+    return effect;
+  }
+  effect.kind = SessionEffect::Kind::kAgentReply;
+  effect.is_error = true;
+  effect.payload =
+      R"json({"code":-32603,"message":"the agent's client cannot receive requests during this call: it does not accept text/event-stream, or the call was batched"})json";
+  return effect;
+}
+
 std::string McpDispatcher::AgentEvent(const ForwardPlan& plan, std::string message) const {
   if (plan.agent_progress_token.is_null() ||
       message.find("notifications/progress") == std::string::npos) {

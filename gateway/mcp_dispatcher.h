@@ -104,6 +104,11 @@ class McpDispatcher {
   // it: its own progress token restored.
   std::string AgentEvent(const ForwardPlan& plan, std::string message) const;
 
+  // When a tab's request to the agent cannot be delivered (the client takes
+  // no SSE, or the call is in a batch): the error answer for the tab, as an
+  // AgentReply effect; kNone if message is not such a request.
+  SessionEffect RefuseTabRequest(absl::string_view message) const;
+
   const DispatchOptions& options() const { return options_; }
 
  private:

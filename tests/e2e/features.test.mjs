@@ -235,6 +235,20 @@ test('an agent request with a foreign Origin gets 403', async () => {
   assert.equal(res.status, 403);
 });
 
+test('a tab request to an agent whose client takes only JSON gets an error, not silence', async () => {
+  const tab = await tabFor('frank');
+  let answer;
+  tab.handlers['tools/call'] = async (params, message) => {
+    answer = await tab.request('roots/list', { _meta: { 'relay/requestId': message.id } });
+    return { content: [{ type: 'text', text: 'done' }] };
+  };
+  const agent = await agentFor('frank');
+  const { message } = await agent.callTool('needs_roots', {}, undefined, { headers: { accept: 'application/json' } });
+  assert.equal(message.result.content[0].text, 'done');
+  assert.equal(answer.error.code, -32603);
+  tab.close();
+});
+
 test('a tab request to the agent without a live call gets -32602', async () => {
   const tab = await tabFor('dave');
   const answer = await tab.request('sampling/createMessage', { messages: [], maxTokens: 1, _meta: { 'relay/requestId': 12345 } });

@@ -41,10 +41,10 @@ export class RawAgent {
     return { status: res.status, message: await res.json() };
   }
 
-  async callTool(name, args = {}, meta) {
+  async callTool(name, args = {}, meta, options = {}) {
     const params = { name, arguments: args };
     if (meta) params._meta = meta;
-    return this.request('tools/call', params);
+    return this.request('tools/call', params, options);
   }
 
   delete() {
