@@ -30,6 +30,8 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);
 constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
 constexpr size_t kMaxPipelined = 64 * 1024;
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
+// Unwritten output one agent connection may hold (events of a stream it does not read).
+constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
 absl::string_view PathOf(absl::string_view target) { return target.substr(0, target.find('?')); }
 
@@ -606,6 +608,20 @@ void HttpSession::Enqueue(std::string bytes) {
   if (phase_ == Phase::kClosed) {
     return;
   }
+  queued_bytes_ += bytes.size();
+  if (queued_bytes_ > kMaxQueuedBytes) {
+    // A client that keeps a stream open but does not read: let it go rather
+    // than hold its events without bound.
+    common::LogWarn("agent stream not read; closing it");
+    if (call_) {
+      call_->Cancel();
+    }
+    CloseStream();
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+    phase_ = Phase::kClosed;
+    return;
+  }
   out_.push_back(std::move(bytes));
   if (!writing_) {
     DoWrite();
@@ -627,6 +643,7 @@ void HttpSession::OnWrite(beast::error_code ec, size_t) {
     CloseStream();
     return Close();
   }
+  queued_bytes_ -= out_.front().size();
   out_.pop_front();
   if (!out_.empty()) {
     return DoWrite();

@@ -110,6 +110,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::vector<std::string> batch_answers_;
   std::shared_ptr<ForwardHandle> call_;
   std::deque<std::string> out_;
+  size_t queued_bytes_ = 0;
   bool writing_ = false;
   // GET stream
   uint64_t stream_id_ = 0;

@@ -26,6 +26,8 @@ constexpr uint16_t kCloseTooBig = 4413;
 constexpr uint16_t kCloseTryLater = 1013;
 
 constexpr size_t kReadChunk = 64 * 1024;
+// Unwritten messages one tab may hold: room for a few large requests.
+constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
 }  // namespace
 
@@ -424,6 +426,16 @@ void TabSession::Send(std::string text) {
   if (close_) {
     return;
   }
+  queued_bytes_ += text.size();
+  if (queued_bytes_ > kMaxQueuedBytes) {
+    // A tab that does not read what it is sent: drop it (it reconnects) rather
+    // than queue without bound. No close frame could get through either.
+    common::LogWarn("tab not reading; dropping it", {{"tab", tab_id_}});
+    close_ = websocket::close_reason(websocket::close_code::policy_error);
+    beast::get_lowest_layer(ws_).close();
+    Cleanup();
+    return;
+  }
   outbox_.push_back(std::move(text));
   if (!writing_) {
     DoWrite();
@@ -443,6 +455,7 @@ void TabSession::OnWrite(beast::error_code ec, size_t) {
     Cleanup();
     return;
   }
+  queued_bytes_ -= outbox_.front().size();
   outbox_.pop_front();
   if (!outbox_.empty()) {
     DoWrite();

@@ -71,6 +71,7 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   boost::asio::steady_timer hello_timer_;
   boost::beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
+  size_t queued_bytes_ = 0;
   bool writing_ = false;
   std::optional<boost::beast::websocket::close_reason> close_;
   bool close_started_ = false;
