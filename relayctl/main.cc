@@ -22,17 +22,95 @@ ABSL_FLAG(std::string, token_sha256, "",
 
 namespace {
 
-int ListTabs() {
-  auto stub = relay::v1::RouterAdmin::NewStub(
+std::unique_ptr<relay::v1::RouterAdmin::Stub> Router() {
+  return relay::v1::RouterAdmin::NewStub(
       grpc::CreateChannel(absl::GetFlag(FLAGS_router), grpc::InsecureChannelCredentials()));
+}
+
+// Calls one RouterAdmin method with a 5 s deadline; prints why it failed.
+template <typename Request, typename Response, typename Method>
+bool CallRouter(Method method, const Request& request, Response* response) {
+  auto stub = Router();
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  relay::v1::ListTabsRequest request;
-  relay::v1::ListTabsResponse response;
-  grpc::Status status = stub->ListTabs(&context, request, &response);
+  grpc::Status status = ((*stub).*method)(&context, request, response);
   if (!status.ok()) {
     std::cerr << "relayctl: router " << absl::GetFlag(FLAGS_router)
               << " did not answer: " << status.error_message() << "\n";
+  }
+  return status.ok();
+}
+
+int ListSessions() {
+  relay::v1::ListSessionsResponse response;
+  if (!CallRouter(&relay::v1::RouterAdmin::Stub::ListSessions, relay::v1::ListSessionsRequest(),
+                  &response)) {
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : response.sessions()) {
+      out.push_back({{"session", s.session_id()}, {"account", s.account()},
+                     {"agent", s.counts_as_agent()}, {"stream", s.has_stream()},
+                     {"subscriptions", s.subscriptions()}, {"lastSeenMs", s.last_seen_unix_ms()}});
+    }
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::printf("%-24s %-6s %-7s %-5s %s\n", "ACCOUNT", "AGENT", "STREAM", "SUBS", "SESSION");
+  for (const auto& s : response.sessions()) {
+    std::printf("%-24s %-6s %-7s %-5u %s\n", s.account().c_str(), s.counts_as_agent() ? "yes" : "no",
+                s.has_stream() ? "open" : "-", s.subscriptions(), s.session_id().c_str());
+  }
+  return 0;
+}
+
+int Stats() {
+  relay::v1::GetStatsResponse r;
+  if (!CallRouter(&relay::v1::RouterAdmin::Stub::GetStats, relay::v1::GetStatsRequest(), &r)) {
+    return 1;
+  }
+  nlohmann::json out = {{"links", r.links()},     {"tabs", r.tabs()},         {"sessions", r.sessions()},
+                        {"forwards", r.forwards()}, {"results", r.results()}, {"errors", r.errors()},
+                        {"noTab", r.no_tab()},     {"tabGone", r.tab_gone()}, {"displaced", r.displaced()},
+                        {"cancelled", r.cancelled()}};
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  for (const auto& [key, value] : out.items()) {
+    std::printf("%-10s %s\n", key.c_str(), value.dump().c_str());
+  }
+  return 0;
+}
+
+int Kick(const std::string& account) {
+  relay::v1::KickRequest request;
+  request.set_account(account);
+  relay::v1::KickResponse response;
+  if (!CallRouter(&relay::v1::RouterAdmin::Stub::Kick, request, &response)) {
+    return 1;
+  }
+  std::cout << (response.kicked() ? "disconnected the tab of " : "no tab here for ") << account
+            << "\n";
+  return response.kicked() ? 0 : 1;
+}
+
+int EndSession(const std::string& session) {
+  relay::v1::EndSessionRequest request;
+  request.set_session_id(session);
+  relay::v1::EndSessionResponse response;
+  if (!CallRouter(&relay::v1::RouterAdmin::Stub::EndSession, request, &response)) {
+    return 1;
+  }
+  std::cout << "ended the session\n";
+  return 0;
+}
+
+int ListTabs() {
+  relay::v1::ListTabsResponse response;
+  if (!CallRouter(&relay::v1::RouterAdmin::Stub::ListTabs, relay::v1::ListTabsRequest(),
+                  &response)) {
     return 1;
   }
   if (absl::GetFlag(FLAGS_json)) {
@@ -95,7 +173,9 @@ int AuthForget() {
 }
 
 constexpr char kUsage[] =
-    "usage: relayctl [--router ADDR] [--json] tabs\n"
+    "usage: relayctl [--router ADDR] [--json] (tabs | sessions | stats)\n"
+    "       relayctl [--router ADDR] kick ACCOUNT\n"
+    "       relayctl [--router ADDR] end-session SESSION_ID\n"
     "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n";
 
 }  // namespace
@@ -106,6 +186,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> words(args.begin() + 1, args.end());
   if (words == std::vector<std::string>{"tabs"}) {
     return ListTabs();
+  }
+  if (words == std::vector<std::string>{"sessions"}) {
+    return ListSessions();
+  }
+  if (words == std::vector<std::string>{"stats"}) {
+    return Stats();
+  }
+  if (words.size() == 2 && words[0] == "kick") {
+    return Kick(words[1]);
+  }
+  if (words.size() == 2 && words[0] == "end-session") {
+    return EndSession(words[1]);
   }
   if (words == std::vector<std::string>{"auth", "forget"}) {
     return AuthForget();

@@ -153,15 +153,9 @@ class LinkReactor final : public grpc::ServerBidiReactor<GatewayEvent, RouterCom
         state_.NotifyAgents(sessions.Touch(event.session_touch().session_id(),
                                            event.session_touch().account(), now));
         break;
-      case GatewayEvent::kSessionEnd: {
-        state_.NotifyAgents(sessions.End(event.session_end().session_id()));
-        RouterCommand ended;
-        ended.mutable_session_ended()->set_session_id(event.session_end().session_id());
-        for (const auto& link : state_.AllLinks()) {
-          link->Send(ended);
-        }
+      case GatewayEvent::kSessionEnd:
+        state_.EndSession(event.session_end().session_id());
         break;
-      }
       case GatewayEvent::kStreamOpen: {
         const auto& open = event.stream_open();
         std::vector<std::string> changed;
@@ -616,14 +610,36 @@ void RouterState::Deliver(const std::vector<StreamDelivery>& deliveries) {
 
 void RouterState::Sweep() { NotifyAgents(sessions_.Sweep(absl::Now())); }
 
+void RouterState::EndSession(const std::string& session) {
+  NotifyAgents(sessions_.End(session));
+  RouterCommand ended;
+  ended.mutable_session_ended()->set_session_id(session);
+  for (const auto& link : AllLinks()) {
+    link->Send(ended);
+  }
+}
+
+bool RouterState::Kick(const std::string& account, const std::string& reason) {
+  std::optional<TabRef> tab = table_.Find(account);
+  if (!tab || !table_.Detach(*tab)) {
+    return false;
+  }
+  FailCalls(calls_.TakeAllOf(*tab), CallOutcome::Kind::kDisplaced);
+  RouterCommand command;
+  command.mutable_displace()->set_tab_id(tab->tab_id);
+  command.mutable_displace()->set_reason(reason);
+  SendTo(tab->link_id, std::move(command));
+  return true;
+}
+
+size_t RouterState::LinkCount() const {
+  absl::MutexLock lock(&mu_);
+  return links_.size();
+}
+
 std::string RouterState::RenderMetrics() const {
   common::MetricsText text;
-  size_t links = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    links = links_.size();
-  }
-  text.Add("relay_router_links", "Gateways linked to this router.", "gauge", links);
+  text.Add("relay_router_links", "Gateways linked to this router.", "gauge", LinkCount());
   text.Add("relay_router_tabs", "Tabs known to this router.", "gauge", table_.List("").size());
   text.Add("relay_router_sessions", "Agent sessions known to this router.", "gauge",
            sessions_.size());
@@ -664,6 +680,65 @@ grpc::ServerUnaryReactor* RouterAdminService::ListTabs(grpc::CallbackServerConte
     info->set_connected_at_unix_ms(absl::ToUnixMillis(tab.connected_at));
     info->set_calls_in_flight(state_.calls().InFlight(tab.ref));
   }
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RouterAdminService::ListSessions(
+    grpc::CallbackServerContext* context, const relay::v1::ListSessionsRequest* request,
+    relay::v1::ListSessionsResponse* response) {
+  for (const SessionTable::Summary& s :
+       state_.sessions().List(request->account(), absl::Now())) {
+    auto* info = response->add_sessions();
+    info->set_session_id(s.session);
+    info->set_account(s.account);
+    info->set_counts_as_agent(s.counts);
+    info->set_has_stream(s.has_stream);
+    info->set_subscriptions(static_cast<uint32_t>(s.subscriptions));
+    info->set_last_seen_unix_ms(absl::ToUnixMillis(s.last_seen));
+  }
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RouterAdminService::GetStats(grpc::CallbackServerContext* context,
+                                                       const relay::v1::GetStatsRequest* request,
+                                                       relay::v1::GetStatsResponse* response) {
+  const RouterState::Metrics& m = state_.metrics();
+  response->set_links(state_.LinkCount());
+  response->set_tabs(state_.table().List("").size());
+  response->set_sessions(state_.sessions().size());
+  response->set_forwards(m.forwards.value());
+  response->set_results(m.results.value());
+  response->set_errors(m.errors.value());
+  response->set_no_tab(m.no_tab.value());
+  response->set_tab_gone(m.tab_gone.value());
+  response->set_displaced(m.displaced.value());
+  response->set_cancelled(m.cancelled.value());
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RouterAdminService::Kick(grpc::CallbackServerContext* context,
+                                                   const relay::v1::KickRequest* request,
+                                                   relay::v1::KickResponse* response) {
+  bool kicked = state_.Kick(request->account(), "an operator disconnected this tab");
+  if (kicked) {
+    common::LogInfo("tab kicked by an operator");
+  }
+  response->set_kicked(kicked);
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RouterAdminService::EndSession(
+    grpc::CallbackServerContext* context, const relay::v1::EndSessionRequest* request,
+    relay::v1::EndSessionResponse* response) {
+  state_.EndSession(request->session_id());
   auto* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -42,6 +42,11 @@ class RouterState {
   void Deliver(const std::vector<StreamDelivery>& deliveries);
   // Once a second: idle sessions stop counting as agents.
   void Sweep();
+  // Ends a session (DELETE or an operator) and tells every gateway.
+  void EndSession(const std::string& session);
+  // Displaces the account's tab; false when it has none here.
+  bool Kick(const std::string& account, const std::string& reason);
+  size_t LinkCount() const ABSL_LOCKS_EXCLUDED(mu_);
 
   struct Metrics {
     common::Counter forwards;
@@ -90,6 +95,18 @@ class RouterAdminService final : public relay::v1::RouterAdmin::CallbackService 
   grpc::ServerUnaryReactor* ListTabs(grpc::CallbackServerContext* context,
                                      const relay::v1::ListTabsRequest* request,
                                      relay::v1::ListTabsResponse* response) override;
+  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* context,
+                                         const relay::v1::ListSessionsRequest* request,
+                                         relay::v1::ListSessionsResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const relay::v1::GetStatsRequest* request,
+                                     relay::v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* Kick(grpc::CallbackServerContext* context,
+                                 const relay::v1::KickRequest* request,
+                                 relay::v1::KickResponse* response) override;
+  grpc::ServerUnaryReactor* EndSession(grpc::CallbackServerContext* context,
+                                       const relay::v1::EndSessionRequest* request,
+                                       relay::v1::EndSessionResponse* response) override;
 
  private:
   RouterState& state_;

@@ -1,6 +1,8 @@
 #include "router/session_table.h"
 
+#include <algorithm>
 #include <array>
+#include <tuple>
 
 namespace relay::router {
 namespace {
@@ -279,6 +281,24 @@ std::string SessionTable::TakePendingLine(const std::string& session) {
     return "";
   }
   return std::exchange(it->second.pending_line, "");
+}
+
+std::vector<SessionTable::Summary> SessionTable::List(const std::string& account,
+                                                      absl::Time now) const {
+  std::vector<Summary> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (account.empty() || s.account == account) {
+        out.push_back(Summary{id, s.account, Counts(s, now), s.stream.has_value(),
+                              s.subscriptions.size(), s.last_seen});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Summary& a, const Summary& b) {
+    return std::tie(a.account, a.session) < std::tie(b.account, b.session);
+  });
+  return out;
 }
 
 size_t SessionTable::size() const {

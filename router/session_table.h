@@ -85,6 +85,18 @@ class SessionTable {
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  struct Summary {
+    std::string session;
+    std::string account;
+    bool counts = false;
+    bool has_stream = false;
+    size_t subscriptions = 0;
+    absl::Time last_seen;
+  };
+  // The sessions of account (all when empty), ordered by account then id.
+  std::vector<Summary> List(const std::string& account, absl::Time now) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Session {
     std::string account;

@@ -4,7 +4,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { writeFileSync } from 'node:fs';
-import { startStack, waitUntil } from './lib/stack.mjs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { startStack, waitUntil, binDir } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 
@@ -278,6 +280,21 @@ test('batches: answered together under 2025-03-26, refused under later versions'
   const later = await agent.post(batch, { headers: { 'mcp-protocol-version': '2025-06-18' } });
   assert.equal(later.status, 400);
   tab.close();
+});
+
+test('relayctl: sessions, stats, end-session and kick', async () => {
+  const relayctl = (...args) => execFileSync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${stack.routers[0].port}`, ...args]).toString();
+  const tab = await tabFor('carol');
+  const agent = await agentFor('carol');
+  await waitUntil(async () => JSON.parse(relayctl('--json', 'sessions')).some((s) => s.session === agent.session), 'the session is listed');
+  const stats = JSON.parse(relayctl('--json', 'stats'));
+  assert.equal(stats.links, 2);
+  assert.ok(stats.forwards > 0);
+  assert.match(relayctl('end-session', agent.session), /ended/);
+  await waitUntil(async () => (await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status === 404, 'the ended session is refused');
+  assert.match(relayctl('kick', 'carol'), /disconnected the tab of carol/);
+  await tab.waitFor((m) => m.method === 'relay/displaced');
+  assert.equal((await tab.closed).code, 4409);
 });
 
 test('a missing hello closes with 4408, a first message that is not hello with 4400', async () => {
