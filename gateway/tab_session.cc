@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/jsonrpc.h"
 #include "gateway/registry.h"
@@ -281,6 +282,13 @@ bool IsTabNotification(absl::string_view method) {
 void TabSession::HandleNotification(RpcMessage& message) {
   if (!IsTabNotification(message.method)) {
     return;  // not for agents (e.g. the tab's own notifications/initialized)
+  }
+  if (!notifications_.Allow(absl::Now())) {
+    if (dropped_notifications_++ % 1000 == 0) {
+      common::LogWarn("tab over its notification rate; dropping",
+                      {{"tab", tab_id_}, {"dropped", dropped_notifications_}});
+    }
+    return;
   }
   TabNote note;
   note.tab_id = tab_id_;

@@ -18,6 +18,7 @@
 #include "gateway/auth_client.h"
 #include "gateway/gateway_state.h"
 #include "gateway/jsonrpc.h"
+#include "gateway/rate_limiter.h"
 #include "gateway/router_client.h"
 
 namespace relay::gateway {
@@ -72,6 +73,10 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   boost::beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
+  // Notifications toward agents, so that a runaway tab cannot flood the
+  // links and the agents' streams: 1,000 a second, bursts of 2,000.
+  RateLimiter notifications_{1000, 2000};
+  uint64_t dropped_notifications_ = 0;
   bool writing_ = false;
   std::optional<boost::beast::websocket::close_reason> close_;
   bool close_started_ = false;

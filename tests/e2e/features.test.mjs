@@ -297,6 +297,30 @@ test('relayctl: sessions, stats, end-session and kick', async () => {
   assert.equal((await tab.closed).code, 4409);
 });
 
+test('a tab flooding notifications is limited, not the relay: it stays connected and useful', async () => {
+  const tab = await tabFor('alice');
+  tab.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'still here' }] });
+  const agent = await agentFor('alice');
+  await agent.request('logging/setLevel', { level: 'debug' });
+  const { stream, close } = await agent.openStream();
+  const warm = setInterval(() => tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'warm' } }), 50);
+  await stream.collect(() => true);
+  clearInterval(warm);
+  for (let i = 0; i < 6000; i++) tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: i } });
+  tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'after' } });
+  const { message } = await agent.callTool('get_view');
+  assert.equal(message.result.content[0].text, 'still here');
+  let received = 0;
+  // Count what arrives until the stream goes quiet for a moment (keep-alives every 200 ms).
+  for (let quiet = 0; quiet < 3;) {
+    const event = await stream.next();
+    if (event.data) { received++; quiet = 0; } else { quiet++; }
+  }
+  assert.ok(received > 100 && received < 6000, `received ${received} of 6001`);
+  close();
+  tab.close();
+});
+
 test('a missing hello closes with 4408, a first message that is not hello with 4400', async () => {
   const silent = new ScriptedTab(gwTabs.wsUrl);
   await silent.open();
