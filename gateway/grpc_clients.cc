@@ -624,8 +624,6 @@ class GrpcRouterClient final : public RouterClient {
     return up;
   }
 
-  size_t ShardCount() const override { return shards_.size(); }
-
  private:
   ShardPicker picker_;
   std::vector<std::unique_ptr<Shard>> shards_;

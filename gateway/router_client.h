@@ -130,9 +130,8 @@ class RouterClient {
 
   virtual size_t ShardOf(const std::string& account) const = 0;
 
-  // How many shards have a live link now (readiness), out of how many.
+  // How many shards have a live link now (readiness).
   virtual size_t ShardsUp() const = 0;
-  virtual size_t ShardCount() const = 0;
 };
 
 }  // namespace relay::gateway

@@ -101,12 +101,17 @@ test('5,000 tool calls through nginx: none answered by another account, none los
 test('kill -9 of a gateway under load: its tabs are back within 5 s, sessions keep their ids, nothing hangs', async () => {
   const victim = stack.gateways[0];
   let stop = false;
+  let completed = 0;
   const load = Promise.all(agents.map(async (agent) => {
     const out = [];
-    for (let seq = 0; !stop; seq++) out.push(await call(agent, 100000 + seq));
+    for (let seq = 0; !stop; seq++) {
+      out.push(await call(agent, 100000 + seq));
+      completed++;
+    }
     return out;
   }));
-  await new Promise((r) => setTimeout(r, 300));
+  // The kill lands under load: once every agent has had a few calls answered.
+  await waitUntil(async () => completed >= agents.length * 3, 'the load is running');
   // The tabs on the victim, by the gateway id the routers list for them.
   const victimId = JSON.parse(await victim.waitForLine((l) => l.includes('gateway started') && l, 'gateway id')).gateway;
   const listed = stack.routers.flatMap((r) => JSON.parse(execFileSync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${r.port}`, '--json', 'tabs']).toString()));
@@ -118,7 +123,9 @@ test('kill -9 of a gateway under load: its tabs are back within 5 s, sessions ke
   const back = await Promise.all(victimAccounts.map((a) => tabs.get(a).connectedSince(killedAt)));
   const slowest = Math.max(...back) - killedAt;
   assert.ok(slowest < 5000, `the last tab was back after ${slowest} ms`);
-  await new Promise((r) => setTimeout(r, 500));
+  // The load goes on until calls have completed after the tabs came back.
+  const afterBack = completed;
+  await waitUntil(async () => completed >= afterBack + agents.length, 'calls after the reconnection');
   stop = true;
   const during = (await load).flat();
   const hung = during.filter((r) => r.error === 'hung');
