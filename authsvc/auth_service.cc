@@ -1,5 +1,7 @@
 #include "authsvc/auth_service.h"
 
+#include <deque>
+
 #include "authsvc/host_answer.h"
 #include "common/crypto.h"
 #include "common/log.h"
@@ -61,6 +63,8 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
                   response->set_user(answer->user);
                   response->set_role(answer->role);
                   response->set_retry_after_seconds(answer->retry_after_seconds);
+                  response->set_keep_ms(
+                      static_cast<uint32_t>(absl::ToInt64Milliseconds(answer->keep)));
                   reactor->Finish(grpc::Status::OK);
                 });
   return reactor;
@@ -112,21 +116,103 @@ grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* conte
                                               const relay::v1::ForgetRequest* request,
                                               relay::v1::ForgetResponse* response) {
   size_t dropped = 0;
+  relay::v1::Revocation revocation;
   switch (request->what_case()) {
     case relay::v1::ForgetRequest::kUser:
       dropped = cache_.ForgetUser(request->user());
+      revocation.set_user(request->user());
       break;
     case relay::v1::ForgetRequest::kTokenSha256:
       dropped = cache_.ForgetToken(request->token_sha256());
+      revocation.set_token_sha256(request->token_sha256());
       break;
     case relay::v1::ForgetRequest::WHAT_NOT_SET:
       break;
+  }
+  // Before the answer: when the operator hears "done", every gateway that
+  // holds the stream has been sent the revocation.
+  if (revocation.what_case() != relay::v1::Revocation::WHAT_NOT_SET) {
+    Publish(revocation);
   }
   common::LogInfo("cache entries forgotten", {{"dropped", static_cast<uint64_t>(dropped)}});
   response->set_dropped(static_cast<uint32_t>(dropped));
   auto* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+// One gateway's revocation stream: a queue with one write in flight. Lives
+// until OnDone.
+class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Revocation> {
+ public:
+  explicit Watcher(AuthService& service) : service_(service) {
+    // Tells the gateway at once that the stream is up.
+    StartSendInitialMetadata();
+  }
+
+  void Push(const relay::v1::Revocation& revocation) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (done_) {
+      return;
+    }
+    queue_.push_back(revocation);
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    }
+  }
+
+  void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    queue_.pop_front();
+    if (!ok || done_ || queue_.empty()) {
+      writing_ = false;
+      return;
+    }
+    StartWrite(&queue_.front());
+  }
+
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    service_.RemoveWatcher(this);
+    delete this;
+  }
+
+ private:
+  AuthService& service_;
+  absl::Mutex mu_;
+  std::deque<relay::v1::Revocation> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::ServerWriteReactor<relay::v1::Revocation>* AuthService::WatchRevocations(
+    grpc::CallbackServerContext* context, const relay::v1::WatchRevocationsRequest* request) {
+  auto* watcher = new Watcher(*this);
+  absl::MutexLock lock(&watchers_mu_);
+  watchers_.insert(watcher);
+  return watcher;
+}
+
+void AuthService::Publish(const relay::v1::Revocation& revocation) {
+  // Pushed under the lock: a watcher leaves the set (RemoveWatcher) before it
+  // is deleted, so every pointer here is alive.
+  absl::MutexLock lock(&watchers_mu_);
+  for (Watcher* watcher : watchers_) {
+    watcher->Push(revocation);
+  }
+}
+
+void AuthService::RemoveWatcher(Watcher* watcher) {
+  absl::MutexLock lock(&watchers_mu_);
+  watchers_.erase(watcher);
 }
 
 }  // namespace relay::authsvc

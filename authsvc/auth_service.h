@@ -1,5 +1,10 @@
 #pragma once
 
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "authsvc/host_api_client.h"
 #include "authsvc/verify_cache.h"
 #include "common/metrics.h"
@@ -27,7 +32,20 @@ class AuthService final : public relay::v1::Auth::CallbackService {
                                    const relay::v1::ForgetRequest* request,
                                    relay::v1::ForgetResponse* response) override;
 
+  // Gateways hold this open; every Forget is pushed to all of them at once.
+  grpc::ServerWriteReactor<relay::v1::Revocation>* WatchRevocations(
+      grpc::CallbackServerContext* context,
+      const relay::v1::WatchRevocationsRequest* request) override;
+
+  class Watcher;
+
  private:
+  void Publish(const relay::v1::Revocation& revocation) ABSL_LOCKS_EXCLUDED(watchers_mu_);
+  friend class Watcher;
+  void RemoveWatcher(Watcher* watcher) ABSL_LOCKS_EXCLUDED(watchers_mu_);
+
+  absl::Mutex watchers_mu_;
+  absl::flat_hash_set<Watcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);
   HostApi& host_api_;
   VerifyCache& cache_;
   common::Counter verify_requests_;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "authsvc/host_api_client.h"
 
 namespace relay::authsvc {
@@ -15,6 +16,9 @@ struct HostAnswer {
   std::string user;
   std::string role;
   uint32_t retry_after_seconds = 0;
+  // How much longer this answer may be kept by whoever hears it (what is left
+  // of its time in authsvc's cache); zero: not at all.
+  absl::Duration keep = absl::ZeroDuration();
 };
 
 // Interprets an HTTP reply of agent/verify or agent/redeem. 200/401/429 are

@@ -10,9 +10,11 @@ void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Do
   {
     absl::MutexLock lock(&mu_);
     auto it = index_.find(token_sha256);
-    if (it != index_.end() && clock_() < it->second->expires) {
+    absl::Time now = clock_();
+    if (it != index_.end() && now < it->second->expires) {
       lru_.splice(lru_.begin(), lru_, it->second);
       cached = it->second->answer;
+      cached->keep = it->second->expires - now;
     } else {
       if (it != index_.end()) {
         EraseLocked(it->second);
@@ -32,7 +34,8 @@ void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Do
   }
 }
 
-void VerifyCache::Complete(const std::string& key, const Result& result) {
+void VerifyCache::Complete(const std::string& key, const Result& upstream) {
+  Result result = upstream;
   std::vector<Done> waiters;
   {
     absl::MutexLock lock(&mu_);
@@ -47,6 +50,7 @@ void VerifyCache::Complete(const std::string& key, const Result& result) {
       ttl = options_.negative_ttl;
     }
     if (!forgotten && ttl > absl::ZeroDuration() && options_.capacity > 0) {
+      result->keep = ttl;
       lru_.push_front(Entry{key, *result, clock_() + ttl});
       index_[key] = lru_.begin();
       while (lru_.size() > options_.capacity) {

@@ -1,60 +1,257 @@
-// The relay's throughput, measured: one tool call crosses the agent's gateway, the router and
-// the tab's gateway to a tab and back. wrk drives the agent side over keep-alive connections;
-// a Node tab answers at once. Prints figures; asserts nothing.
-//   bench/run.sh [seconds] [connections]
+// The relay beside its peers, in one run, under the same load: the relay's full path (agent ->
+// gateway B -> router -> gateway A -> tab and back), the single-process Node relay of
+// ../shared/bench (5 s verification cache) and the TypeScript SDK server answering directly.
+// The same echo tab (../shared/bench/echo-tab.mjs) answers for the relay and the Node relay.
+// Prints figures; asserts nothing.
+//
+//   bench/run.sh                   saturation (wrk -t1 -c32), then latency against offered
+//                                  load (open loop), the ratios, CPU per call, and the chart
+//   bench/run.sh --seconds 10      length of each saturation run
+//   bench/run.sh --perf            also perf-record the relay's processes during its run
+//   bench/run.sh --memory 2000     N idle tabs and N idle GET streams against one gateway:
+//                                  resident memory per connection
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { startStack } from '../tests/e2e/lib/stack.mjs';
-import { ScriptedTab } from '../tests/e2e/lib/tab.mjs';
-import { RawAgent } from '../tests/e2e/lib/agent.mjs';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import os from 'node:os';
+import { binDir, repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 
-const seconds = Number(process.argv[2] ?? 10);
-const connections = Number(process.argv[3] ?? 64);
-const stack = await startStack({ gateways: 2, users: ['bench'], authsvcArgs: ['--verify_ttl=60s'] });
-try {
-  const tab = new ScriptedTab(stack.gateways[0].wsUrl);
-  const answer = { content: [{ type: 'text', text: 'The document "Plan" is open.' }] };
-  tab.handlers['tools/call'] = () => answer;
-  await tab.hello(await stack.ticket('bench'));
-  const token = await stack.mintToken('bench');
-  const agent = new RawAgent(stack.gateways[1].url, token);
-  await agent.initialize();
-  const check = await agent.callTool('get_view');
-  if (check.message.result?.content?.[0]?.text !== answer.content[0].text) throw new Error('the path does not work');
+const { values: opts } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    'load-seconds': { type: 'string', default: '4' },
+    perf: { type: 'boolean', default: false },
+    memory: { type: 'string' },
+    out: { type: 'string', default: join(repoRoot, 'docs', 'perf') },
+  },
+});
+const seconds = Number(opts.seconds);
+const shared = resolve(repoRoot, '..', 'shared', 'bench');
+const modules = join(repoRoot, 'tests', 'node_modules');
+const node = process.execPath;
+const nodeEnv = { BENCH_MODULES: modules };
+const origin = 'http://editor.test';
+const wrkScript = join(shared, 'tools-call.lua');
+const callBody = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}';
 
-  // CPU seconds (user + system) a process has used so far, from /proc.
-  const cpu = (pid) => {
+// CPU seconds (user + system) a process has used so far, from /proc.
+function cpuSeconds(pid) {
+  try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
-  };
-  const procs = () => [...stack.procs.filter((p) => !p.exited).map((p) => [p.name, p.child.pid]), ['tab (node)', process.pid]];
-  // wrk runs as a child process, asynchronously: the tab in this process must keep answering.
-  const run = async (method, url) => {
-    const before = procs().map(([name, pid]) => [name, pid, cpu(pid)]);
-    const out = await new Promise((resolve, reject) => {
-      const child = spawn('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', new URL('./call.lua', import.meta.url).pathname, url], {
-        env: { ...process.env, BENCH_TOKEN: token, BENCH_SESSION: agent.session, BENCH_METHOD: method },
-      });
-      let text = '';
-      child.stdout.on('data', (d) => { text += d; });
-      child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}`))));
-    });
-    const usage = before.map(([name, pid, start]) => `${name} ${(100 * (cpu(pid) - start) / seconds).toFixed(0)}%`).join(', ');
-    const line = out.split('\n').find((l) => l.startsWith('calls:'));
-    const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? '0';
-    const timeouts = /timeout (\d+)/.exec(out)?.[1] ?? '0';
-    return `${line}\n    non-2xx: ${non2xx}, timeouts: ${timeouts}; CPU: ${usage}`;
-  };
-  const rss = () => stack.procs.filter((p) => p.child?.pid && !p.exited).map((p) => {
-    const kb = Number(execFileSync('ps', ['-o', 'rss=', '-p', String(p.child.pid)]).toString().trim() || 0);
-    return `${p.name} ${(kb / 1024).toFixed(1)} MiB`;
-  }).join(', ');
+  } catch {
+    return 0;
+  }
+}
+const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 
-  console.log(`relay benchmark: ${seconds} s per run, ${connections} keep-alive connections, 2 wrk threads, ${(await import('node:os')).cpus().length} cores`);
-  console.log(`ping (the agent's gateway alone, bearer checked through authsvc's cache):\n  ${await run('ping', stack.gateways[1].url)}`);
-  console.log(`tools/call (agent gateway -> router -> tab gateway -> tab and back):\n  ${await run('tools/call', stack.gateways[1].url)}`);
-  console.log(`resident memory after the runs: ${rss()}`);
-  tab.close();
-} finally {
-  await stack.stop();
+async function run(command, args, env = {}) {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(command, args, { env: { ...process.env, ...env } });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code) => (code === 0 ? resolveRun({ out, pid: child.pid }) : reject(new Error(`${command} exited ${code}: ${out}`))));
+  });
+}
+
+function ms(text) {
+  const m = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!m) return NaN;
+  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1);
+}
+
+// Starts a Node peer and waits for its "listening on" line.
+async function startPeer(name, script, args) {
+  const proc = startProcess(name, node, [join(shared, script), ...args], { env: nodeEnv });
+  const match = await proc.waitForLine((l) => /listening on 127\.0\.0\.1:(\d+)/.exec(l), `${name} listening`);
+  proc.port = Number(match[1]);
+  return proc;
+}
+
+async function startEchoTab(name, wsUrl, ticket) {
+  const proc = startProcess(name, node, [join(shared, 'echo-tab.mjs'), wsUrl, origin, ticket], { env: nodeEnv });
+  await proc.waitForLine((l) => l.startsWith('tab on as'), `${name} on`);
+  return proc;
+}
+
+async function initialize(url, token) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } }),
+  });
+  const sid = res.headers.get('mcp-session-id');
+  await res.text();
+  await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  }).then((r) => r.text());
+  return sid;
+}
+
+// One system under test: its URL, session, token, and the processes whose CPU it costs.
+async function saturate(system) {
+  const before = system.procs.map(([, pid]) => cpuSeconds(pid));
+  const { out } = await run('wrk', ['-t1', '-c32', `-d${seconds}s`, '--latency', '-s', wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
+  const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
+  const p99 = ms(/\n\s+99%\s+(\S+)/.exec(out)[1]);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? 'none';
+  const calls = rps * seconds;
+  const cpu = system.procs.map(([name, pid], i) => [name, ((cpuSeconds(pid) - before[i]) * 1e6) / calls]);
+  return { name: system.name, rps, p50, p99, non2xx, errors, cpu };
+}
+
+async function openLoop(system, rate, loadSeconds) {
+  const headers = ['Accept: application/json, text/event-stream', `Mcp-Session-Id: ${system.sid}`, 'MCP-Protocol-Version: 2025-11-25'];
+  if (system.token) headers.push(`Authorization: Bearer ${system.token}`);
+  const { out } = await run(join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, '--connections=64', `--body=${callBody}`, `--headers=${headers.join('|')}`]);
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+function chart(series, file) {
+  // Latency (p50 and p99, log scale) against offered load, one colour per system.
+  const W = 760, H = 420, L = 70, R = 20, T = 40, B = 60;
+  const all = series.flatMap((s) => s.points);
+  const maxX = Math.max(...all.map((p) => p.offered)) * 1.05;
+  const ys = all.flatMap((p) => [p.p50_ms, p.p99_ms]).filter((v) => v > 0);
+  const minY = Math.max(0.05, Math.min(...ys) / 1.5), maxY = Math.max(...ys) * 1.5;
+  const x = (v) => L + ((W - L - R) * v) / maxX;
+  const y = (v) => T + (H - T - B) * (1 - (Math.log10(v) - Math.log10(minY)) / (Math.log10(maxY) - Math.log10(minY)));
+  const colours = ['#1f6feb', '#d9480f', '#2f9e44'];
+  let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">\n`;
+  svg += `<rect width="${W}" height="${H}" fill="white"/>\n<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">Latency against offered load (tools/call, open loop, ${os.cpus().length} cores)</text>\n`;
+  svg += `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="black"/><line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="black"/>\n`;
+  for (let i = 0; i <= 5; i++) {
+    const v = (maxX / 5) * i;
+    svg += `<text x="${x(v)}" y="${H - B + 18}" text-anchor="middle">${Math.round(v / 1000)}k</text>\n`;
+  }
+  for (let e = Math.ceil(Math.log10(minY)); e <= Math.floor(Math.log10(maxY)); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (v < minY || v > maxY) continue;
+      svg += `<line x1="${L}" y1="${y(v)}" x2="${W - R}" y2="${y(v)}" stroke="#eee"/><text x="${L - 6}" y="${y(v) + 4}" text-anchor="end">${v} ms</text>\n`;
+    }
+  }
+  svg += `<text x="${(L + W - R) / 2}" y="${H - 18}" text-anchor="middle">offered load (calls/s)</text>\n`;
+  series.forEach((s, i) => {
+    for (const [key, dash] of [['p50_ms', ''], ['p99_ms', ' stroke-dasharray="6 4"']]) {
+      const pts = s.points.filter((p) => p[key] > 0).map((p) => `${x(p.offered).toFixed(1)},${y(p[key]).toFixed(1)}`).join(' ');
+      svg += `<polyline points="${pts}" fill="none" stroke="${colours[i]}" stroke-width="2"${dash}/>\n`;
+      for (const p of s.points) svg += `<circle cx="${x(p.offered).toFixed(1)}" cy="${y(p[key]).toFixed(1)}" r="3" fill="${colours[i]}"/>\n`;
+    }
+    svg += `<text x="${L + 12}" y="${T + 16 + 16 * i}" fill="${colours[i]}">${s.name}: p50 solid, p99 dashed</text>\n`;
+  });
+  svg += '</svg>\n';
+  mkdirSync(resolve(file, '..'), { recursive: true });
+  writeFileSync(file, svg);
+}
+
+async function compare() {
+  const stack = await startStack({ gateways: 2, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean) });
+  const extra = [];
+  try {
+    const token = await stack.mintToken('bench');
+    const relayTab = await startEchoTab('relay echo tab', stack.gateways[0].wsUrl, await stack.ticket('bench'));
+    extra.push(relayTab);
+    const nodeRelay = await startPeer('node relay', 'node-relay.mjs', ['0', stack.hostapi.base, stack.relayKeyFile, '5000']);
+    extra.push(nodeRelay);
+    const nodeTab = await startEchoTab('node relay echo tab', `ws://127.0.0.1:${nodeRelay.port}/`, await stack.ticket('bench'));
+    extra.push(nodeTab);
+    const direct = await startPeer('ts sdk server', 'ts-direct-server.mjs', ['0']);
+    extra.push(direct);
+
+    const pidOf = (name) => stack.procs.find((p) => p.name === name).child.pid;
+    const systems = [
+      { name: 'relay (full path)', url: stack.gateways[1].url, token, procs: [['gateway B', pidOf('gateway2')], ['router', pidOf('router0')], ['gateway A', pidOf('gateway1')], ['authsvc', pidOf('authsvc')], ['tab', relayTab.child.pid]] },
+      { name: 'Node relay (5 s cache)', url: `http://127.0.0.1:${nodeRelay.port}/mcp`, token, procs: [['node relay', nodeRelay.child.pid], ['tab', nodeTab.child.pid]] },
+      { name: 'TS SDK server (direct)', url: `http://127.0.0.1:${direct.port}/mcp`, token: null, procs: [['ts server', direct.child.pid]] },
+    ];
+    for (const s of systems) s.sid = await initialize(s.url, s.token);
+    // Warm up every path (verification caches, JIT) before measuring.
+    for (const s of systems) await openLoop(s, 500, 1);
+
+    console.log(`benchmark: wrk -t1 -c32 -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included)\n`);
+    const results = [];
+    for (const s of systems) {
+      let perf = null;
+      if (opts.perf && s === systems[0]) {
+        mkdirSync(opts.out, { recursive: true });
+        perf = spawn('perf', ['record', '-F', '999', '-g', '-o', join(opts.out, 'relay.perf.data'), '-p', s.procs.slice(0, 3).map(([, pid]) => pid).join(','), '--', 'sleep', String(seconds - 1)], { stdio: 'ignore' });
+      }
+      results.push(await saturate(s));
+      if (perf) await new Promise((r) => perf.on('exit', r));
+    }
+    const [relay, nodeR, ts] = results;
+    const metric = (text, name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const routerMetrics = await (await fetch(stack.routers[0].metricsUrl)).text();
+    const batches = metric(routerMetrics, 'relay_router_link_batches_received_total');
+    const events = metric(routerMetrics, 'relay_router_link_events_received_total');
+    const pad = (t, n) => String(t).padEnd(n);
+    console.log(`${pad('system', 26)}${pad('calls/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}CPU per call (µs)`);
+    for (const r of results) {
+      const cpu = r.cpu.map(([n, us]) => `${n} ${us.toFixed(1)}`).join(', ');
+      const total = r.cpu.reduce((a, [, us]) => a + us, 0);
+      console.log(`${pad(r.name, 26)}${pad(Math.round(r.rps), 10)}${pad(r.p50.toFixed(2), 9)}${pad(r.p99.toFixed(2), 9)}${cpu} (total ${total.toFixed(1)})${r.non2xx ? `  NON-2xx: ${r.non2xx}` : ''}${r.errors !== 'none' ? `  socket errors: ${r.errors}` : ''}`);
+    }
+    console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run)`);
+    console.log(`\nratio relay / Node relay: ${(relay.rps / nodeR.rps).toFixed(2)}x   relay / TS SDK server: ${(relay.rps / ts.rps).toFixed(1)}x\n`);
+
+    // Latency against offered load, open loop, for the relay and the Node relay.
+    const loadSeconds = Number(opts['load-seconds']);
+    const fractions = [0.1, 0.25, 0.5, 0.75, 0.9];
+    const series = [];
+    for (const [s, r] of [[systems[0], relay], [systems[1], nodeR]]) {
+      const points = [];
+      for (const f of fractions) {
+        const p = await openLoop(s, r.rps * f, loadSeconds);
+        points.push(p);
+        console.log(`${pad(s.name, 26)} offered ${pad(Math.round(p.offered), 7)} (${Math.round(f * 100)}% of its saturation): achieved ${pad(p.achieved, 7)} p50 ${p.p50_ms.toFixed(2)} ms, p99 ${p.p99_ms.toFixed(2)} ms, p99.9 ${p.p999_ms.toFixed(2)} ms${p.errors || p.non200 ? `, errors ${p.errors}, non-200 ${p.non200}` : ''}`);
+      }
+      series.push({ name: s.name, points });
+    }
+    const half = series[0].points[fractions.indexOf(0.5)];
+    console.log(`\nrelay at half its saturation (${Math.round(half.offered)} calls/s): p99 ${half.p99_ms.toFixed(2)} ms`);
+    const svg = join(opts.out, 'latency-vs-load.svg');
+    chart(series, svg);
+    console.log(`chart: ${svg.replace(repoRoot + '/', '')}`);
+    if (opts.perf) console.log(`perf data: ${join(opts.out, 'relay.perf.data').replace(repoRoot + '/', '')} (perf report -i …)`);
+  } finally {
+    await Promise.all(extra.map((p) => p.stop()));
+    await stack.stop();
+  }
+}
+
+// N idle tabs and N idle GET streams against one gateway: its resident memory per connection.
+async function memory(n) {
+  const users = Array.from({ length: n }, (_, i) => `m${i}`);
+  const stack = await startStack({ gateways: 1, users: ['memory'] });
+  const { default: WebSocket } = await import(join(modules, 'ws', 'wrapper.mjs'));
+  const sockets = [];
+  try {
+    const gw = stack.gateways[0];
+    const pid = gw.child.pid;
+    const base = rssKiB(pid);
+    // Tabs: one account each would need N accounts in the host API; a tab's cost to the
+    // gateway does not depend on its account, so every tab here redeems a ticket of one
+    // account, and each new one displaces the previous (which then closes) -- instead, keep
+    // them all by giving each its own ticket and counting only those still open.
+    const tickets = [];
+    for (let i = 0; i < n; i++) tickets.push(await stack.ticket('memory'));
+    void users;
+    throw new Error('unreachable');
+  } finally {
+    for (const s of sockets) s.terminate?.();
+    await stack.stop();
+  }
+}
+
+if (opts.memory) {
+  await memory(Number(opts.memory));
+} else {
+  await compare();
 }

@@ -22,6 +22,11 @@ absl::StatusOr<StartedServer> StartGrpcServer(const std::string& listen,
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // The links carry whatever the edges accept (a 16 MiB tab message, a 4 MiB
+  // agent body) inside a batch: gRPC's 4 MiB default would end a whole link
+  // for one large answer.
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   for (grpc::Service* service : services) {
     builder.RegisterService(service);
   }

@@ -13,6 +13,10 @@ class Service;
 
 namespace relay::common {
 
+// The largest gRPC message a service sends or takes: a batch on a link may
+// hold a 16 MiB tab message (plus framing) and batches are cut at 1 MiB.
+inline constexpr int kMaxGrpcMessageBytes = 64 * 1024 * 1024;
+
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;
   int port = 0;  // the real port, also when 0 was asked for

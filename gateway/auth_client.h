@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace relay::gateway {
@@ -23,6 +24,9 @@ class AuthClient {
   using Callback = std::function<void(AuthVerdict)>;
   virtual ~AuthClient() = default;
 
+  // A verdict the gateway still keeps for this token (see VerdictMemo), or
+  // nothing: then VerifyToken asks authsvc.
+  virtual std::optional<AuthVerdict> Memoized(const std::string& token) = 0;
   // address is the agent's address, for the host API's brake.
   virtual void VerifyToken(std::string token, std::string address, Callback done) = 0;
   virtual void RedeemTicket(std::string ticket, Callback done) = 0;

@@ -16,6 +16,7 @@
 #include "gateway/session_state.h"
 #include "gateway/tab_session.h"
 #include "gateway/trusted_proxies.h"
+#include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
 
@@ -27,6 +28,8 @@ namespace websocket = beast::websocket;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+// A forwarded call starts watching for its agent going away after this.
+constexpr auto kWatchAfter = std::chrono::milliseconds(20);
 constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
 constexpr size_t kMaxPipelined = 64 * 1024;
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
@@ -52,7 +55,8 @@ absl::string_view Reason(int status) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
-    : stream_(std::move(socket)), state_(state), keepalive_timer_(stream_.get_executor()) {}
+    : stream_(std::move(socket)), state_(state), keepalive_timer_(stream_.get_executor()),
+      call_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
   // Start on the strand: the socket was accepted on another one.
@@ -72,7 +76,7 @@ void HttpSession::DoReadHeader() {
   body_read_ = false;
   sse_ = false;
   plan_.reset();
-  call_.reset();
+  call_ref_ = 0;
   stream_.expires_after(kIdleTimeout);
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&HttpSession::OnReadHeader,
@@ -163,8 +167,14 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   if (token.empty()) {
     return OnVerified(AuthVerdict{AuthVerdict::Kind::kInvalid, {}, {}, 0});
   }
+  // Most requests are answered from the gateway's own memory of authsvc's
+  // verdicts: no RPC, no thread handoff.
+  std::string bearer(token);
+  if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer)) {
+    return OnVerified(*std::move(known));
+  }
   phase_ = Phase::kAuthorizing;
-  state_.auth->VerifyToken(std::string(token), ClientAddress(),
+  state_.auth->VerifyToken(std::move(bearer), ClientAddress(),
                            [self = shared_from_this()](AuthVerdict verdict) {
                              asio::post(self->stream_.get_executor(),
                                         [self, verdict = std::move(verdict)]() mutable {
@@ -274,7 +284,10 @@ void HttpSession::Touch(const std::string& session, bool force) {
     return;
   }
   if (force || state_.touches->ShouldTouch(session, absl::Now())) {
-    state_.router->SessionTouch(account_, session);
+    relay::v1::GatewayEvent event;
+    event.mutable_session_touch()->set_session_id(session);
+    event.mutable_session_touch()->set_account(account_);
+    ToRouter(std::move(event));
   }
 }
 
@@ -299,7 +312,10 @@ void HttpSession::Dispatch() {
       HttpReply reply = dispatcher.HandleDelete(account_, headers_);
       if (reply.status == 204) {
         state_.ended->Add(*headers_.session_id);
-        state_.router->SessionEnd(account_, *headers_.session_id);
+        relay::v1::GatewayEvent event;
+        event.mutable_session_end()->set_session_id(*headers_.session_id);
+        event.mutable_session_end()->set_account(account_);
+        ToRouter(std::move(event));
       }
       return Reply(reply);
     }
@@ -339,26 +355,50 @@ void HttpSession::RunBatch() {
 void HttpSession::Apply(const PostDecision& decision) {
   Touch(decision.session, decision.new_session);
   const SessionEffect& effect = decision.effect;
-  RouterClient& router = *state_.router;
+  relay::v1::GatewayEvent event;
   switch (effect.kind) {
     case SessionEffect::Kind::kNone:
-      break;
+      return;
     case SessionEffect::Kind::kSubscribe:
-    case SessionEffect::Kind::kUnsubscribe:
-      router.Subscribe(account_, decision.session, effect.value,
-                       effect.kind == SessionEffect::Kind::kSubscribe);
+    case SessionEffect::Kind::kUnsubscribe: {
+      auto* sub = event.mutable_session_subscribe();
+      sub->set_session_id(decision.session);
+      sub->set_account(account_);
+      sub->set_uri(effect.value);
+      sub->set_subscribe(effect.kind == SessionEffect::Kind::kSubscribe);
       break;
-    case SessionEffect::Kind::kLogLevel:
-      router.SetLogLevel(account_, decision.session, effect.value);
+    }
+    case SessionEffect::Kind::kLogLevel: {
+      auto* level = event.mutable_session_log_level();
+      level->set_session_id(decision.session);
+      level->set_account(account_);
+      level->set_level(effect.value);
       break;
-    case SessionEffect::Kind::kAgentReply:
-      router.AgentReply(account_, decision.session, effect.call_id, effect.tab_request_id,
-                        effect.is_error, effect.payload);
+    }
+    case SessionEffect::Kind::kAgentReply: {
+      auto* reply = event.mutable_agent_reply();
+      reply->set_account(account_);
+      reply->set_session_id(decision.session);
+      reply->set_call_id(effect.call_id);
+      reply->set_tab_request_id(effect.tab_request_id);
+      reply->set_is_error(effect.is_error);
+      reply->set_payload(effect.payload);
       break;
-    case SessionEffect::Kind::kAgentCancel:
-      router.AgentCancel(account_, decision.session, effect.value, effect.reason);
+    }
+    case SessionEffect::Kind::kAgentCancel: {
+      auto* cancel = event.mutable_agent_cancel();
+      cancel->set_account(account_);
+      cancel->set_session_id(decision.session);
+      cancel->set_request_id(effect.value);
+      cancel->set_reason(effect.reason);
       break;
+    }
   }
+  ToRouter(std::move(event));
+}
+
+void HttpSession::ToRouter(relay::v1::GatewayEvent event) {
+  state_.router->Send(account_, std::move(event));
 }
 
 void HttpSession::StartForward(ForwardPlan plan) {
@@ -366,20 +406,48 @@ void HttpSession::StartForward(ForwardPlan plan) {
   plan_ = std::move(plan);
   state_.metrics.forwards.Add();
   stream_.expires_never();
-  auto self = shared_from_this();
-  call_ = state_.router->Forward(
-      plan_->request, state_.dispatcher->options().call_timeout,
-      [self](std::string message) {
-        asio::post(self->stream_.get_executor(), [self, message = std::move(message)]() mutable {
-          self->OnForwardEvent(std::move(message));
-        });
-      },
-      [self](ForwardOutcome outcome) {
-        asio::post(self->stream_.get_executor(), [self, outcome = std::move(outcome)]() mutable {
-          self->OnForwarded(std::move(outcome));
-        });
-      });
-  WatchPeer();
+  // The router needs the params only once: they move; the rest is small.
+  const ForwardRequest& planned = plan_->request;
+  ForwardRequest request{planned.account, planned.session_id, planned.method,
+                         std::move(plan_->request.params), planned.request_id,
+                         planned.progress_token};
+  call_ref_ = state_.router->Forward(std::move(request), shared_from_this());
+  // Most calls are answered within milliseconds: watching the socket for the
+  // agent going away costs syscalls, so it starts only when a call lasts.
+  auto deadline = std::chrono::steady_clock::now() +
+                  absl::ToChronoMilliseconds(state_.dispatcher->options().call_timeout);
+  call_timer_.expires_at(std::min(deadline, std::chrono::steady_clock::now() + kWatchAfter));
+  call_timer_.async_wait([self = shared_from_this(), deadline](beast::error_code ec) {
+    if (ec || self->phase_ != Phase::kForwarding) {
+      return;
+    }
+    self->WatchPeer();
+    self->call_timer_.expires_at(deadline);
+    self->call_timer_.async_wait([self](beast::error_code ec) {
+      if (!ec) {
+        self->CancelCall(RouterClient::CancelReason::kDeadline);
+      }
+    });
+  });
+}
+
+void HttpSession::CancelCall(RouterClient::CancelReason reason) {
+  if (phase_ == Phase::kForwarding && call_ref_ != 0) {
+    // The waiter hears kTimeout or kCancelled through OnCallDone.
+    state_.router->Cancel(account_, std::exchange(call_ref_, 0), reason);
+  }
+}
+
+void HttpSession::OnCallEvent(std::string message) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), message = std::move(message)]() mutable {
+    self->OnForwardEvent(std::move(message));
+  });
+}
+
+void HttpSession::OnCallDone(ForwardOutcome outcome) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), outcome = std::move(outcome)]() mutable {
+    self->OnForwarded(std::move(outcome));
+  });
 }
 
 void HttpSession::OnForwardEvent(std::string message) {
@@ -405,7 +473,8 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
   if (phase_ != Phase::kForwarding) {
     return;
   }
-  call_.reset();
+  call_ref_ = 0;
+  call_timer_.cancel();
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
   HttpReply reply = state_.dispatcher->FinishForward(*plan_, std::move(outcome));
   if (!batch_.empty()) {
@@ -436,9 +505,19 @@ void HttpSession::OpenStream(const std::string& session) {
   Touch(session, /*force=*/true);
   stream_id_ = state_.streams->Add(weak_from_this());
   StartSse();
-  state_.router->StreamOpen(account_, session, stream_id_, last_event_id);
+  SendStreamOpen(last_event_id);
   ScheduleKeepAlive();
   WatchPeer();
+}
+
+void HttpSession::SendStreamOpen(uint64_t last_event_id) {
+  relay::v1::GatewayEvent event;
+  auto* open = event.mutable_stream_open();
+  open->set_stream_id(stream_id_);
+  open->set_session_id(stream_session_);
+  open->set_account(account_);
+  open->set_last_event_id(last_event_id);
+  ToRouter(std::move(event));
 }
 
 void HttpSession::CloseStream() {
@@ -446,7 +525,10 @@ void HttpSession::CloseStream() {
     return;
   }
   state_.streams->Remove(stream_id_);
-  state_.router->StreamClose(account_, stream_session_, stream_id_);
+  relay::v1::GatewayEvent event;
+  event.mutable_stream_close()->set_stream_id(stream_id_);
+  event.mutable_stream_close()->set_session_id(stream_session_);
+  ToRouter(std::move(event));
   stream_id_ = 0;
 }
 
@@ -472,7 +554,7 @@ void HttpSession::PostReannounce(size_t shard) {
     if (self->phase_ == Phase::kStreaming && self->stream_id_ != 0 &&
         !self->state_.ended->Contains(self->stream_session_) &&
         self->state_.router->ShardOf(self->account_) == shard) {
-      self->state_.router->StreamOpen(self->account_, self->stream_session_, self->stream_id_, 0);
+      self->SendStreamOpen(0);
     }
   });
 }
@@ -528,9 +610,7 @@ void HttpSession::OnPeerData(beast::error_code ec, size_t bytes) {
     return;
   }
   // The client went away: give up the call (the tab hears of it) or the stream.
-  if (phase_ == Phase::kForwarding && call_) {
-    call_->Cancel();
-  }
+  CancelCall(RouterClient::CancelReason::kAgentGone);
   if (phase_ == Phase::kStreaming) {
     CloseStream();
   }
@@ -613,9 +693,7 @@ void HttpSession::Enqueue(std::string bytes) {
     // A client that keeps a stream open but does not read: let it go rather
     // than hold its events without bound.
     common::LogWarn("agent stream not read; closing it");
-    if (call_) {
-      call_->Cancel();
-    }
+    CancelCall(RouterClient::CancelReason::kAgentGone);
     CloseStream();
     beast::error_code ignored;
     stream_.socket().close(ignored);
@@ -637,9 +715,7 @@ void HttpSession::DoWrite() {
 void HttpSession::OnWrite(beast::error_code ec, size_t) {
   writing_ = false;
   if (ec) {
-    if (call_) {
-      call_->Cancel();
-    }
+    CancelCall(RouterClient::CancelReason::kAgentGone);
     CloseStream();
     return Close();
   }

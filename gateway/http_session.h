@@ -27,9 +27,13 @@ namespace relay::gateway {
 // Runs on its own strand: every member is touched only there; other threads
 // (gRPC callbacks, the router's commands) use the Post* methods. Lives as long
 // as its pending operations.
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+class HttpSession : public std::enable_shared_from_this<HttpSession>, public CallWaiter {
  public:
   HttpSession(boost::asio::ip::tcp::socket&& socket, GatewayState& state);
+
+  // CallWaiter: any thread; posts to the strand.
+  void OnCallEvent(std::string message) override;
+  void OnCallDone(ForwardOutcome outcome) override;
 
   void Run();
 
@@ -62,8 +66,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void StartForward(ForwardPlan plan);
   void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
+  // Gives up the call in flight, if any (the tab is told).
+  void CancelCall(RouterClient::CancelReason reason);
+  // Sends a session event to the account's shard.
+  void ToRouter(relay::v1::GatewayEvent event);
   void OpenStream(const std::string& session);
   void CloseStream();
+  void SendStreamOpen(uint64_t last_event_id);
 
   // Notices a client that goes away while we wait or stream.
   void WatchPeer();
@@ -108,7 +117,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::vector<PostDecision> batch_;
   size_t batch_next_ = 0;
   std::vector<std::string> batch_answers_;
-  std::shared_ptr<ForwardHandle> call_;
+  // The call in flight, for Cancel; 0 when none.
+  uint64_t call_ref_ = 0;
+  boost::asio::steady_timer call_timer_;
   std::deque<std::string> out_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "absl/flags/flag.h"
@@ -16,7 +17,7 @@
 #include "common/secret_file.h"
 #include "gateway/catalogue.h"
 #include "gateway/gateway_state.h"
-#include "gateway/grpc_clients.h"
+#include "gateway/rpc/grpc_clients.h"
 #include "gateway/listener.h"
 #include "gateway/mcp_dispatcher.h"
 #include "gateway/session_id.h"
@@ -103,16 +104,18 @@ int main(int argc, char** argv) {
   gateway::Registry<gateway::TabSession> tabs;
   gateway::Registry<gateway::HttpSession> streams;
   gateway::RouterCommands commands(tabs, streams, ended);
+  int threads = std::max(1, absl::GetFlag(FLAGS_threads));
+  boost::asio::io_context io(threads);
   auto auth = gateway::NewGrpcAuthClient(absl::GetFlag(FLAGS_authsvc_addr));
-  auto router = gateway::NewGrpcRouterClient(routers, state.gateway_id, commands);
-  commands.SetRouter(router.get());
+  auto router = gateway::NewGrpcRouterClient(
+      routers, state.gateway_id, commands,
+      [&io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); });
+  commands.SetReady();
   state.auth = auth.get();
   state.router = router.get();
   state.tabs = &tabs;
   state.streams = &streams;
 
-  int threads = std::max(1, absl::GetFlag(FLAGS_threads));
-  boost::asio::io_context io(threads);
   auto listener = gateway::Listener::Create(io, absl::GetFlag(FLAGS_listen), state);
   if (!listener.ok()) {
     common::Fatal(listener.status().message());

@@ -395,6 +395,10 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
     }
     case ForwardOutcome::Kind::kSessionEnded:
       return Json(404, EncodeError(plan.id, -32001, "Session not found; initialize a new session"));
+    case ForwardOutcome::Kind::kTooManyCalls:
+      return Failure(plan, kInternalError,
+                     "Too many requests are waiting for the editor of this account. Wait for "
+                     "some of them to finish, then try again.");
   }
   return Failure(plan, kInternalError, "internal error");
 }

@@ -2,60 +2,71 @@
 
 #include "gateway/http_session.h"
 #include "gateway/tab_session.h"
+#include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
 
-void RouterCommands::OnAccepted(uint64_t tab_id, uint32_t agents) {
-  if (auto tab = tabs_.Find(tab_id)) {
-    tab->PostAccepted(agents);
-  }
-}
+using relay::v1::RouterCommand;
 
-void RouterCommands::OnDeliver(uint64_t tab_id, uint64_t call_id, std::string method,
-                               std::string params) {
-  // A tab that has left already sent its TabDown on the same link, so the
-  // router fails the call; nothing to do here then.
-  if (auto tab = tabs_.Find(tab_id)) {
-    tab->PostDeliver(call_id, std::move(method), std::move(params));
-  }
-}
-
-void RouterCommands::OnCancel(uint64_t tab_id, uint64_t call_id, std::string reason) {
-  if (auto tab = tabs_.Find(tab_id)) {
-    tab->PostCancel(call_id, std::move(reason));
-  }
-}
-
-void RouterCommands::OnDisplace(uint64_t tab_id, std::string reason) {
-  if (auto tab = tabs_.Find(tab_id)) {
-    tab->PostDisplace(std::move(reason));
-  }
-}
-
-void RouterCommands::OnAgents(uint64_t tab_id, uint32_t count) {
-  if (auto tab = tabs_.Find(tab_id)) {
-    tab->PostAgents(count);
-  }
-}
-
-void RouterCommands::OnTabResponse(uint64_t tab_id, std::string tab_request_id, bool is_error,
-                                   std::string payload) {
-  if (auto tab = tabs_.Find(tab_id)) {
-    tab->PostResponse(std::move(tab_request_id), is_error, std::move(payload));
-  }
-}
-
-void RouterCommands::OnStreamEvent(uint64_t stream_id, uint64_t event_id, std::string message) {
-  if (auto stream = streams_.Find(stream_id)) {
-    stream->PostStreamEvent(event_id, std::move(message));
-  }
-}
-
-void RouterCommands::OnSessionEnded(std::string session_id) {
-  ended_.Add(session_id);
-  // Its GET streams end too, wherever they are open.
-  for (auto& stream : streams_.Snapshot()) {
-    stream->PostSessionEnded(session_id);
+void RouterCommands::OnCommand(RouterCommand& command) {
+  switch (command.command_case()) {
+    case RouterCommand::kTabAccepted:
+      if (auto tab = tabs_.Find(command.tab_accepted().tab_id())) {
+        tab->PostAccepted(command.tab_accepted().agents());
+      }
+      break;
+    case RouterCommand::kDeliver:
+      // A tab that has left already sent its TabDown on the same link, so the
+      // router fails the call; nothing to do here then.
+      if (auto tab = tabs_.Find(command.deliver().tab_id())) {
+        auto* deliver = command.mutable_deliver();
+        tab->PostDeliver(deliver->call_id(), std::move(*deliver->mutable_method()),
+                         std::move(*deliver->mutable_params()));
+      }
+      break;
+    case RouterCommand::kCancel:
+      if (auto tab = tabs_.Find(command.cancel().tab_id())) {
+        tab->PostCancel(command.cancel().call_id(),
+                        std::move(*command.mutable_cancel()->mutable_reason()));
+      }
+      break;
+    case RouterCommand::kDisplace:
+      if (auto tab = tabs_.Find(command.displace().tab_id())) {
+        tab->PostDisplace(std::move(*command.mutable_displace()->mutable_reason()));
+      }
+      break;
+    case RouterCommand::kAgents:
+      if (auto tab = tabs_.Find(command.agents().tab_id())) {
+        tab->PostAgents(command.agents().count());
+      }
+      break;
+    case RouterCommand::kTabResponse:
+      if (auto tab = tabs_.Find(command.tab_response().tab_id())) {
+        auto* response = command.mutable_tab_response();
+        tab->PostResponse(std::move(*response->mutable_tab_request_id()), response->is_error(),
+                          std::move(*response->mutable_payload()));
+      }
+      break;
+    case RouterCommand::kStreamEvent:
+      if (auto stream = streams_.Find(command.stream_event().stream_id())) {
+        auto* event = command.mutable_stream_event();
+        stream->PostStreamEvent(event->event_id(), std::move(*event->mutable_message()));
+      }
+      break;
+    case RouterCommand::kSessionEnded: {
+      const std::string& session = command.session_ended().session_id();
+      ended_.Add(session);
+      // Its GET streams end too, wherever they are open.
+      for (auto& stream : streams_.Snapshot()) {
+        stream->PostSessionEnded(session);
+      }
+      break;
+    }
+    case RouterCommand::kCallEvent:
+    case RouterCommand::kCallDone:
+      // The router client hands these to the call's waiter.
+    case RouterCommand::COMMAND_NOT_SET:
+      break;
   }
 }
 
@@ -66,7 +77,7 @@ void RouterCommands::OnLinkDown(size_t shard) {
 }
 
 void RouterCommands::OnLinkUp(size_t shard) {
-  if (router_.load() == nullptr) {
+  if (!ready_.load()) {
     return;  // still starting: there are no tabs or streams yet
   }
   for (auto& tab : tabs_.Snapshot()) {

@@ -11,26 +11,19 @@ namespace relay::gateway {
 class HttpSession;
 class TabSession;
 
-// Receives the routers' commands (on gRPC threads) and posts each to the
-// strand of the tab or stream it is for.
-class RouterCommands final : public TabCommandSink {
+// The one place where the routers' commands are told apart on the gateway:
+// each is posted to the strand of the tab or stream it is for. Runs on gRPC
+// threads.
+class RouterCommands final : public RouterCommandSink {
  public:
   RouterCommands(Registry<TabSession>& tabs, Registry<HttpSession>& streams,
                  EndedSessions& ended)
       : tabs_(tabs), streams_(streams), ended_(ended) {}
 
-  void SetRouter(RouterClient* router) { router_.store(router); }
+  // Set once the router client exists; until then there is nothing to re-announce.
+  void SetReady() { ready_.store(true); }
 
-  void OnAccepted(uint64_t tab_id, uint32_t agents) override;
-  void OnDeliver(uint64_t tab_id, uint64_t call_id, std::string method,
-                 std::string params) override;
-  void OnCancel(uint64_t tab_id, uint64_t call_id, std::string reason) override;
-  void OnDisplace(uint64_t tab_id, std::string reason) override;
-  void OnAgents(uint64_t tab_id, uint32_t count) override;
-  void OnTabResponse(uint64_t tab_id, std::string tab_request_id, bool is_error,
-                     std::string payload) override;
-  void OnStreamEvent(uint64_t stream_id, uint64_t event_id, std::string message) override;
-  void OnSessionEnded(std::string session_id) override;
+  void OnCommand(relay::v1::RouterCommand& command) override;
   void OnLinkDown(size_t shard) override;
   void OnLinkUp(size_t shard) override;
 
@@ -38,7 +31,7 @@ class RouterCommands final : public TabCommandSink {
   Registry<TabSession>& tabs_;
   Registry<HttpSession>& streams_;
   EndedSessions& ended_;
-  std::atomic<RouterClient*> router_{nullptr};
+  std::atomic<bool> ready_{false};
 };
 
 }  // namespace relay::gateway

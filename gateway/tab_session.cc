@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "gateway/jsonrpc.h"
 #include "gateway/registry.h"
+#include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
 
@@ -181,9 +182,29 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
   tab_id_ = state_.tabs->Add(weak_from_this());
-  announcement_.tab_id = tab_id_;
   announced_ = true;
-  state_.router->TabUp(announcement_);
+  Announce();
+}
+
+void TabSession::Announce() {
+  relay::v1::GatewayEvent event;
+  auto* up = event.mutable_tab_up();
+  up->set_tab_id(tab_id_);
+  up->set_account(announcement_.account);
+  up->set_role(announcement_.role);
+  up->set_client_name(announcement_.client_name);
+  up->set_client_version(announcement_.client_version);
+  state_.router->Send(announcement_.account, std::move(event));
+}
+
+void TabSession::Reply(uint64_t call_id, bool is_error, std::string payload) {
+  relay::v1::GatewayEvent event;
+  auto* reply = event.mutable_tab_reply();
+  reply->set_tab_id(tab_id_);
+  reply->set_call_id(call_id);
+  reply->set_is_error(is_error);
+  reply->set_payload(std::move(payload));
+  state_.router->Send(announcement_.account, std::move(event));
 }
 
 void TabSession::PostAccepted(uint32_t agents) {
@@ -233,8 +254,7 @@ void TabSession::HandleLive(absl::string_view text) {
       if (in_flight_.erase(call_id) == 0) {
         return;  // cancelled meanwhile: the answer is dropped
       }
-      state_.router->TabReply(announcement_.account, call_id, message.is_error,
-                              DumpJson(message.payload));
+      Reply(call_id, message.is_error, DumpJson(message.payload));
       return;
     }
     case RpcMessage::Kind::kRequest:
@@ -290,33 +310,34 @@ void TabSession::HandleNotification(RpcMessage& message) {
     }
     return;
   }
-  TabNote note;
-  note.tab_id = tab_id_;
-  note.method = message.method;
+  relay::v1::GatewayEvent event;
+  auto* note = event.mutable_tab_notification();
+  note->set_tab_id(tab_id_);
+  note->set_method(message.method);
   const nlohmann::json& params = message.params;
   if (params.is_object()) {
     if (auto it = params.find("uri"); it != params.end() && it->is_string()) {
-      note.uri = it->get<std::string>();
+      note->set_uri(it->get<std::string>());
     }
     if (auto it = params.find("level"); it != params.end() && it->is_string()) {
-      note.level = it->get<std::string>();
+      note->set_level(it->get<std::string>());
     }
     if (auto it = params.find("progressToken"); it != params.end() && it->is_string()) {
-      note.progress_token = it->get<std::string>();
+      note->set_progress_token(it->get<std::string>());
     }
   }
   if (const nlohmann::json* line = Meta(params, "relay/line"); line && line->is_string()) {
-    note.line = line->get<std::string>();
+    note->set_line(line->get<std::string>());
   }
   if (const nlohmann::json* call = Meta(params, "relay/requestId");
       call && call->is_number_unsigned()) {
-    note.call_id = call->get<uint64_t>();
+    note->set_call_id(call->get<uint64_t>());
   }
-  if (note.method == "notifications/resources/updated" && note.uri.empty()) {
+  if (note->method() == "notifications/resources/updated" && note->uri().empty()) {
     return;
   }
-  note.params = params.is_null() ? "{}" : DumpJson(params);
-  state_.router->TabNotify(announcement_.account, std::move(note));
+  note->set_params(params.is_null() ? "{}" : DumpJson(params));
+  state_.router->Send(announcement_.account, std::move(event));
 }
 
 void TabSession::HandleRequestToAgent(RpcMessage& message) {
@@ -342,8 +363,13 @@ void TabSession::HandleRequestToAgent(RpcMessage& message) {
       {"method", message.method},
       {"params", std::move(params)},
   };
-  state_.router->TabRequest(announcement_.account, tab_id_, call_id, DumpJson(request),
-                            tab_request_id);
+  relay::v1::GatewayEvent event;
+  auto* out = event.mutable_tab_request();
+  out->set_tab_id(tab_id_);
+  out->set_call_id(call_id);
+  out->set_message(DumpJson(request));
+  out->set_tab_request_id(tab_request_id);
+  state_.router->Send(announcement_.account, std::move(event));
 }
 
 void TabSession::PostAgents(uint32_t count) {
@@ -375,8 +401,8 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
       return;
     }
     if (self->phase_ != State::kLive) {
-      self->state_.router->TabReply(self->announcement_.account, call_id, /*is_error=*/true,
-                                    R"({"code":-32603,"message":"the editor is disconnecting"})");
+      self->Reply(call_id, /*is_error=*/true,
+                  R"({"code":-32603,"message":"the editor is disconnecting"})");
       return;
     }
     self->in_flight_.insert(call_id);
@@ -419,7 +445,7 @@ void TabSession::PostReannounce(size_t shard) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->phase_ != State::kClosing &&
         self->state_.router->ShardOf(self->announcement_.account) == shard) {
-      self->state_.router->TabUp(self->announcement_);
+      self->Announce();
     }
   });
 }
@@ -508,7 +534,9 @@ void TabSession::Cleanup() {
   }
   if (announced_) {
     announced_ = false;
-    state_.router->TabDown(announcement_.account, tab_id_);
+    relay::v1::GatewayEvent event;
+    event.mutable_tab_down()->set_tab_id(tab_id_);
+    state_.router->Send(announcement_.account, std::move(event));
     common::LogInfo("tab disconnected", {{"tab", tab_id_}});
   }
 }

@@ -58,6 +58,10 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void HandleLive(absl::string_view text);
   void HandleNotification(RpcMessage& message);
   void HandleRequestToAgent(RpcMessage& message);
+  // TabUp for this tab, to its account's shard.
+  void Announce();
+  // The tab's answer to call_id, to its account's shard.
+  void Reply(uint64_t call_id, bool is_error, std::string payload);
 
   void Send(std::string text);
   void DoWrite();
@@ -85,7 +89,14 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   bool announced_ = false;
   bool counted_ = false;  // in the gateway's tab gauge
   uint64_t tab_id_ = 0;
-  TabAnnouncement announcement_;
+  // What the router is told of this tab (TabUp).
+  struct Announcement {
+    std::string account;
+    std::string role;
+    std::string client_name;
+    std::string client_version;
+  };
+  Announcement announcement_;
   std::string hello_id_;  // the hello's id, as JSON text
   absl::flat_hash_set<uint64_t> in_flight_;
   std::vector<std::tuple<uint64_t, std::string, std::string>> early_calls_;

@@ -12,10 +12,12 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
-#include "router/router_service.h"
+#include "router/rpc/router_service.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7001", "address:port to serve gRPC on");
 ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
+ABSL_FLAG(int64_t, max_inflight_per_account, 256,
+          "calls in flight per account; beyond, a call fails at once with a reason");
 
 int main(int argc, char** argv) {
   using namespace relay;
@@ -26,7 +28,10 @@ int main(int argc, char** argv) {
   common::SetLogService("router");
   common::ParseFlagsWithEnv(argc, argv);
 
-  router::RouterState state;
+  router::RouterCoreOptions options;
+  options.max_inflight_per_account =
+      static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_inflight_per_account)));
+  router::RouterHub state(options);
   router::RouterService service(state);
   router::RouterAdminService admin(state);
   auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service, &admin});

@@ -197,9 +197,11 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     stack.authsvcPort = await stack.authsvc.listeningPort();
 
     for (let i = 0; i < routers; i++) {
-      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0']);
+      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0']);
       stack.procs.push(router);
       router.port = await router.listeningPort();
+      const metrics = await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'router metrics port');
+      router.metricsUrl = `http://127.0.0.1:${metrics[1]}/metrics`;
       stack.routers.push(router);
     }
     const routerAddrs = stack.routers.map((r) => `127.0.0.1:${r.port}`).join(',');

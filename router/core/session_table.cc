@@ -1,4 +1,4 @@
-#include "router/session_table.h"
+#include "router/core/session_table.h"
 
 #include <algorithm>
 #include <array>

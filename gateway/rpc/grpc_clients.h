@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,10 +14,16 @@ namespace relay::gateway {
 // long-lived channel per peer for the life of the process.
 std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address);
 
+// Runs fn soon on the gateway's I/O threads, after what is ready there now.
+using Deferrer = std::function<void(std::function<void()> fn)>;
+
 // Links to every shard at once and keeps relinking (with jittered backoff)
 // whenever a link ends. sink receives the routers' commands; it must outlive
-// the client.
+// the client. A link's write starts through defer: every event that the I/O
+// threads produce in the same turn (the requests of one epoll round) goes out
+// in one batch, and a lone event waits for nothing but that turn.
 std::unique_ptr<RouterClient> NewGrpcRouterClient(const std::vector<std::string>& shards,
-                                                  std::string gateway_id, TabCommandSink& sink);
+                                                  std::string gateway_id, RouterCommandSink& sink,
+                                                  Deferrer defer);
 
 }  // namespace relay::gateway

@@ -1,4 +1,4 @@
-#include "router/routing_table.h"
+#include "router/core/routing_table.h"
 
 #include <algorithm>
 

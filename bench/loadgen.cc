@@ -1,0 +1,221 @@
+// relay-loadgen: an open-loop HTTP/1.1 load generator for the benchmark. Requests are
+// scheduled at a fixed rate whatever the server does (unlike wrk, which waits for each
+// answer), and each latency is measured from the request's scheduled time, so that queueing
+// shows (no coordinated omission). Prints one JSON line of figures.
+//   relay-loadgen --url http://127.0.0.1:PORT/mcp --rate 5000 --seconds 5 --connections 32
+//                 --header "Name: value" ... --body '{...}'
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+ABSL_FLAG(std::string, url, "", "http://HOST:PORT/PATH");
+ABSL_FLAG(double, rate, 1000, "requests per second, scheduled at fixed intervals");
+ABSL_FLAG(double, seconds, 5, "how long to send");
+ABSL_FLAG(int, connections, 32, "keep-alive connections");
+ABSL_FLAG(std::string, headers, "", "extra headers, Name: value, separated by |");
+ABSL_FLAG(std::string, body, "", "POST body (GET when empty)");
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Clock = std::chrono::steady_clock;
+
+struct Figures {
+  std::vector<double> latencies_us;
+  uint64_t errors = 0;
+  uint64_t non_200 = 0;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
+             const std::string& request, Figures& figures, std::function<void(Connection*)> idle)
+      : socket_(io), endpoint_(endpoint), request_(request), figures_(figures),
+        idle_(std::move(idle)) {}
+
+  void Start() {
+    socket_.async_connect(endpoint_, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        ++self->figures_.errors;
+        return;
+      }
+      self->socket_.set_option(asio::ip::tcp::no_delay(true));
+      self->idle_(self.get());
+    });
+  }
+
+  void Send(Clock::time_point scheduled) {
+    scheduled_ = scheduled;
+    asio::async_write(socket_, asio::buffer(request_),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec) {
+                          ++self->figures_.errors;
+                          return;
+                        }
+                        self->Read();
+                      });
+  }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->body_limit(64 * 1024 * 1024);
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) {
+                         ++self->figures_.errors;
+                         return;
+                       }
+                       auto took = Clock::now() - self->scheduled_;
+                       self->figures_.latencies_us.push_back(
+                           std::chrono::duration<double, std::micro>(took).count());
+                       if (self->parser_->get().result_int() != 200) {
+                         ++self->figures_.non_200;
+                       }
+                       self->idle_(self.get());
+                     });
+  }
+
+  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::endpoint endpoint_;
+  const std::string& request_;
+  Figures& figures_;
+  std::function<void(Connection*)> idle_;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  Clock::time_point scheduled_;
+};
+
+double Percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) {
+    return 0;
+  }
+  size_t i = std::min(sorted.size() - 1, static_cast<size_t>(p * (sorted.size() - 1) + 0.5));
+  return sorted[i];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  std::string url = absl::GetFlag(FLAGS_url);
+  constexpr std::string_view kScheme = "http://";
+  if (url.rfind(kScheme, 0) != 0) {
+    std::fprintf(stderr, "relay-loadgen: --url must be http://HOST:PORT/PATH\n");
+    return 2;
+  }
+  std::string rest = url.substr(kScheme.size());
+  std::string authority = rest.substr(0, rest.find('/'));
+  std::string target = rest.find('/') == std::string::npos ? "/" : rest.substr(rest.find('/'));
+  std::vector<std::string> host_port = absl::StrSplit(authority, ':');
+  int port = 80;
+  if (host_port.size() != 2 || !absl::SimpleAtoi(host_port[1], &port)) {
+    std::fprintf(stderr, "relay-loadgen: --url needs HOST:PORT\n");
+    return 2;
+  }
+  const std::string body = absl::GetFlag(FLAGS_body);
+  std::string request = absl::StrCat(body.empty() ? "GET " : "POST ", target, " HTTP/1.1\r\nHost: ",
+                                     authority, "\r\n");
+  for (absl::string_view header :
+       absl::StrSplit(absl::GetFlag(FLAGS_headers), '|', absl::SkipWhitespace())) {
+    absl::StrAppend(&request, header, "\r\n");
+  }
+  if (!body.empty()) {
+    absl::StrAppend(&request, "Content-Type: application/json\r\nContent-Length: ", body.size(),
+                    "\r\n");
+  }
+  absl::StrAppend(&request, "\r\n", body);
+
+  asio::io_context io(1);
+  asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host_port[0]),
+                                   static_cast<unsigned short>(port));
+  Figures figures;
+  std::deque<Clock::time_point> due;  // scheduled, waiting for an idle connection
+  std::vector<Connection*> idle;
+  auto on_idle = [&](Connection* c) {
+    if (!due.empty()) {
+      Clock::time_point next = due.front();
+      due.pop_front();
+      c->Send(next);
+    } else {
+      idle.push_back(c);
+    }
+  };
+  std::vector<std::shared_ptr<Connection>> connections;
+  for (int i = 0; i < absl::GetFlag(FLAGS_connections); ++i) {
+    connections.push_back(std::make_shared<Connection>(io, endpoint, request, figures, on_idle));
+    connections.back()->Start();
+  }
+  // Let the connections open before the clock starts.
+  io.run_for(std::chrono::milliseconds(200));
+  io.restart();  // it stopped when it ran out of work
+
+  const double rate = absl::GetFlag(FLAGS_rate);
+  const auto interval = std::chrono::duration<double>(1.0 / rate);
+  const Clock::time_point start = Clock::now();
+  const uint64_t total = static_cast<uint64_t>(rate * absl::GetFlag(FLAGS_seconds));
+  uint64_t issued = 0;
+  asio::steady_timer timer(io);
+  std::function<void()> tick = [&] {
+    Clock::time_point now = Clock::now();
+    while (issued < total) {
+      auto at = start + std::chrono::duration_cast<Clock::duration>(interval * issued);
+      if (at > now) {
+        break;
+      }
+      ++issued;
+      if (!idle.empty()) {
+        Connection* c = idle.back();
+        idle.pop_back();
+        c->Send(at);
+      } else {
+        due.push_back(at);
+      }
+    }
+    if (issued < total) {
+      timer.expires_at(start + std::chrono::duration_cast<Clock::duration>(interval * issued));
+      timer.async_wait([&](beast::error_code) { tick(); });
+    }
+  };
+  tick();
+  // Send for the duration, then give the last answers up to 5 s.
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
+  io.run_until(end);
+  while (figures.latencies_us.size() + figures.errors < issued &&
+         Clock::now() < end + std::chrono::seconds(5)) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(10));
+  }
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double>& l = figures.latencies_us;
+  std::sort(l.begin(), l.end());
+  std::printf(
+      "{\"offered\":%.0f,\"sent\":%llu,\"completed\":%zu,\"errors\":%llu,\"non200\":%llu,"
+      "\"achieved\":%.0f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
+      "\"max_ms\":%.3f}\n",
+      rate, static_cast<unsigned long long>(issued), l.size(),
+      static_cast<unsigned long long>(figures.errors),
+      static_cast<unsigned long long>(figures.non_200), l.size() / elapsed,
+      Percentile(l, 0.5) / 1000, Percentile(l, 0.9) / 1000, Percentile(l, 0.99) / 1000,
+      Percentile(l, 0.999) / 1000, l.empty() ? 0.0 : l.back() / 1000);
+  return 0;
+}

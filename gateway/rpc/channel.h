@@ -1,0 +1,17 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
+namespace relay::gateway {
+
+// A channel to one of the gateway's gRPC peers, kept for the life of the
+// process: keepalive pings, quick reconnects, and the message size the links
+// need.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+}  // namespace relay::gateway

@@ -1,0 +1,81 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "router/core/routing_table.h"
+
+namespace relay::router {
+
+// Where a call came from: the agent's gateway link and that gateway's name for it.
+struct CallOrigin {
+  uint64_t link_id = 0;
+  uint64_t call_ref = 0;
+  friend bool operator==(const CallOrigin&, const CallOrigin&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CallOrigin& o) {
+    return H::combine(std::move(h), o.link_id, o.call_ref);
+  }
+};
+
+// One call in flight from an agent's gateway to a tab.
+struct Call {
+  TabRef tab;
+  CallOrigin origin;
+  std::string account;
+  std::string session;
+  std::string request_id;      // the agent's id, as JSON
+  std::string progress_token;  // the relay's progress token, or empty
+  bool is_tool_call = false;
+};
+
+// The calls in flight, by the id the tab sees, with the indexes the router's
+// rules need (by tab, by origin link, by the agent's request id, by progress
+// token, per account). Take* removes a call, so that exactly one of the tab's
+// answer, a cancellation, the tab leaving or the agent's gateway leaving ends
+// it. Not thread-safe: RouterCore's lock covers it. Plain C++.
+class CallTable {
+ public:
+  // first_id: ids count up from it, unique for the life of the process.
+  explicit CallTable(uint64_t first_id) : next_id_(first_id) {}
+
+  uint64_t Add(Call call);
+  const Call* Find(uint64_t call_id) const;
+  std::optional<Call> Take(uint64_t call_id);
+  // Every call sent to tab, with its id.
+  std::vector<std::pair<uint64_t, Call>> TakeAllOf(const TabRef& tab);
+  // Every call that came from a gateway link.
+  std::vector<std::pair<uint64_t, Call>> TakeAllFrom(uint64_t origin_link);
+
+  // 0 when there is none.
+  uint64_t FindByOrigin(const CallOrigin& origin) const;
+  uint64_t FindByRequest(const std::string& session, const std::string& request_id) const;
+  uint64_t FindByProgressToken(const std::string& token) const;
+
+  size_t InFlight(const TabRef& tab) const;
+  size_t InFlightOf(const std::string& account) const;
+  size_t size() const { return calls_.size(); }
+
+ private:
+  static std::string RequestKey(const std::string& session, const std::string& request_id);
+  Call EraseAt(absl::flat_hash_map<uint64_t, Call>::iterator it);
+  std::vector<std::pair<uint64_t, Call>> TakeIds(const absl::flat_hash_set<uint64_t>* ids);
+
+  uint64_t next_id_;
+  absl::flat_hash_map<uint64_t, Call> calls_;
+  absl::flat_hash_map<TabRef, absl::flat_hash_set<uint64_t>> by_tab_;
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> by_link_;
+  absl::flat_hash_map<CallOrigin, uint64_t> by_origin_;
+  // An agent may reuse a request id while the first call is in flight: the
+  // index names the newest, and erasing the older one leaves it alone.
+  absl::flat_hash_map<std::string, uint64_t> by_request_;
+  absl::flat_hash_map<std::string, uint64_t> by_progress_;
+  absl::flat_hash_map<std::string, size_t> per_account_;
+};
+
+}  // namespace relay::router

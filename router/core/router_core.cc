@@ -1,0 +1,379 @@
+#include "router/core/router_core.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace relay::router {
+
+using relay::v1::Failure;
+using relay::v1::GatewayEvent;
+using relay::v1::RouterCommand;
+
+namespace {
+
+std::string Notification(absl::string_view method, absl::string_view params) {
+  return absl::StrCat(R"({"jsonrpc":"2.0","method":")", method, R"(","params":)",
+                      params.empty() ? "{}" : params, "}");
+}
+
+// The notifications a tab may send toward agents; anything else is dropped by
+// the gateway before it gets here.
+bool IsListChanged(absl::string_view method) {
+  return method == "notifications/resources/list_changed" ||
+         method == "notifications/tools/list_changed" ||
+         method == "notifications/prompts/list_changed";
+}
+
+RouterCommand& Add(Outbox& out, uint64_t link_id) {
+  out.push_back(Outgoing{link_id, {}});
+  return out.back().command;
+}
+
+}  // namespace
+
+RouterCore::RouterCore(uint64_t first_call_id, RouterCoreOptions options)
+    : options_(options), sessions_(options.sessions), calls_(first_call_id) {}
+
+void RouterCore::LinkUp(uint64_t link_id) { links_.try_emplace(link_id); }
+
+const std::string& RouterCore::GatewayOf(uint64_t link_id) const {
+  static const std::string kNone;
+  auto it = links_.find(link_id);
+  return it == links_.end() ? kNone : it->second;
+}
+
+void RouterCore::LinkDown(uint64_t link_id, absl::Time now, Outbox& out) {
+  links_.erase(link_id);
+  for (const TabRecord& tab : table_.DetachLink(link_id)) {
+    FailCallsOf(tab.ref, Failure::REASON_TAB_GONE, out);
+  }
+  // The agents of these calls are gone with their gateway: their tabs stop.
+  for (auto& [call_id, call] : calls_.TakeAllFrom(link_id)) {
+    CancelAtTab(call_id, call.tab, "the agent's gateway went away", out);
+  }
+  NotifyAgents(sessions_.CloseLink(link_id, now), now, out);
+  // Nothing more goes to the link itself.
+  std::erase_if(out, [link_id](const Outgoing& o) { return o.link_id == link_id; });
+}
+
+void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, Outbox& out) {
+  switch (event.event_case()) {
+    case GatewayEvent::kHello:
+      links_[link_id] = event.hello().gateway_id();
+      break;
+    case GatewayEvent::kTabUp:
+      OnTabUp(link_id, event.tab_up(), out);
+      break;
+    case GatewayEvent::kTabDown: {
+      TabRef ref{link_id, event.tab_down().tab_id()};
+      if (table_.Detach(ref)) {
+        FailCallsOf(ref, Failure::REASON_TAB_GONE, out);
+      }
+      break;
+    }
+    case GatewayEvent::kTabReply:
+      OnTabReply(link_id, *event.mutable_tab_reply(), now, out);
+      break;
+    case GatewayEvent::kSessionTouch:
+      NotifyAgents(sessions_.Touch(event.session_touch().session_id(),
+                                   event.session_touch().account(), now),
+                   now, out);
+      break;
+    case GatewayEvent::kSessionEnd:
+      EndSession(event.session_end().session_id(), out);
+      break;
+    case GatewayEvent::kStreamOpen: {
+      const auto& open = event.stream_open();
+      std::vector<std::string> changed;
+      Deliver(sessions_.OpenStream(open.session_id(), open.account(),
+                                   StreamRef{link_id, open.stream_id()}, open.last_event_id(), now,
+                                   &changed),
+              out);
+      NotifyAgents(changed, now, out);
+      break;
+    }
+    case GatewayEvent::kStreamClose:
+      NotifyAgents(sessions_.CloseStream(event.stream_close().session_id(),
+                                         StreamRef{link_id, event.stream_close().stream_id()},
+                                         now),
+                   now, out);
+      break;
+    case GatewayEvent::kSessionSubscribe: {
+      const auto& sub = event.session_subscribe();
+      sessions_.Subscribe(sub.session_id(), sub.account(), sub.uri(), sub.subscribe(), now);
+      break;
+    }
+    case GatewayEvent::kSessionLogLevel: {
+      const auto& level = event.session_log_level();
+      sessions_.SetLogLevel(level.session_id(), level.account(), LogLevelRank(level.level()), now);
+      break;
+    }
+    case GatewayEvent::kTabNotification:
+      OnTabNotification(link_id, event.tab_notification(), out);
+      break;
+    case GatewayEvent::kTabRequest:
+      OnTabRequest(link_id, *event.mutable_tab_request(), out);
+      break;
+    case GatewayEvent::kAgentReply:
+      OnAgentReply(*event.mutable_agent_reply(), out);
+      break;
+    case GatewayEvent::kAgentCancel:
+      OnAgentCancel(event.agent_cancel(), out);
+      break;
+    case GatewayEvent::kCallStart:
+      OnCallStart(link_id, *event.mutable_call_start(), out);
+      break;
+    case GatewayEvent::kCallCancel:
+      OnCallCancel(link_id, event.call_cancel(), out);
+      break;
+    case GatewayEvent::EVENT_NOT_SET:
+      break;
+  }
+}
+
+void RouterCore::OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& out) {
+  if (up.account().empty()) {
+    return;
+  }
+  TabRef ref{link_id, up.tab_id()};
+  TabRecord record;
+  record.ref = ref;
+  record.account = up.account();
+  record.role = up.role();
+  record.gateway_id = GatewayOf(link_id);
+  record.client_name = up.client_name();
+  record.client_version = up.client_version();
+  record.connected_at = absl::Now();
+  std::optional<TabRecord> displaced = table_.Attach(std::move(record));
+  if (displaced && !(displaced->ref == ref)) {
+    FailCallsOf(displaced->ref, Failure::REASON_DISPLACED, out);
+    auto* displace = Add(out, displaced->ref.link_id).mutable_displace();
+    displace->set_tab_id(displaced->ref.tab_id);
+    displace->set_reason("another tab switched the agent on");
+  }
+  auto* accepted = Add(out, link_id).mutable_tab_accepted();
+  accepted->set_tab_id(up.tab_id());
+  accepted->set_agents(sessions_.AgentCount(up.account(), absl::Now()));
+}
+
+void RouterCore::OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outbox& out) {
+  ++counts_.forwards;
+  CallOrigin origin{link_id, start.call_ref()};
+  if (sessions_.IsEnded(start.session_id())) {
+    return Fail(origin, Failure::REASON_SESSION_ENDED, out);
+  }
+  std::optional<TabRef> tab = table_.Find(start.account());
+  if (!tab) {
+    ++counts_.no_tab;
+    return Fail(origin, Failure::REASON_NO_TAB, out);
+  }
+  if (calls_.InFlightOf(start.account()) >= options_.max_inflight_per_account) {
+    ++counts_.too_many;
+    return Fail(origin, Failure::REASON_TOO_MANY_CALLS, out);
+  }
+  Call call;
+  call.tab = *tab;
+  call.origin = origin;
+  call.account = start.account();
+  call.session = start.session_id();
+  call.request_id = start.request_id();
+  call.progress_token = start.progress_token();
+  call.is_tool_call = start.method() == "tools/call";
+  uint64_t call_id = calls_.Add(std::move(call));
+  auto* deliver = Add(out, tab->link_id).mutable_deliver();
+  deliver->set_tab_id(tab->tab_id);
+  deliver->set_call_id(call_id);
+  deliver->set_method(std::move(*start.mutable_method()));
+  deliver->set_params(std::move(*start.mutable_params()));
+}
+
+void RouterCore::OnCallCancel(uint64_t link_id, const relay::v1::CallCancel& cancel,
+                              Outbox& out) {
+  uint64_t call_id = calls_.FindByOrigin(CallOrigin{link_id, cancel.call_ref()});
+  std::optional<Call> call = calls_.Take(call_id);
+  if (!call) {
+    return;  // answered meanwhile: the answer is on its way and will be dropped
+  }
+  ++counts_.cancelled;
+  CancelAtTab(call_id, call->tab,
+              cancel.reason().empty() ? "the agent cancelled the request" : cancel.reason(), out);
+}
+
+void RouterCore::OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::Time now,
+                            Outbox& out) {
+  const Call* found = calls_.Find(reply.call_id());
+  // Only the tab that holds the call may answer it.
+  if (found == nullptr || !(found->tab == TabRef{link_id, reply.tab_id()})) {
+    return;  // ended meanwhile (cancelled, timed out), or not this tab's
+  }
+  Call call = *calls_.Take(reply.call_id());
+  auto* done = Add(out, call.origin.link_id).mutable_call_done();
+  done->set_call_ref(call.origin.call_ref);
+  if (reply.is_error()) {
+    ++counts_.errors;
+    done->set_error(std::move(*reply.mutable_payload()));
+    return;
+  }
+  ++counts_.results;
+  if (call.is_tool_call) {
+    done->set_view_line(sessions_.TakePendingLine(call.session));
+  }
+  done->set_result(std::move(*reply.mutable_payload()));
+}
+
+void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotification& note,
+                                   Outbox& out) {
+  TabRef tab{link_id, note.tab_id()};
+  std::optional<std::string> account = table_.AccountOf(tab);
+  if (!account) {
+    return;  // displaced or gone: its news are stale
+  }
+  const std::string& method = note.method();
+  std::string message = Notification(method, note.params());
+  if (method == "notifications/resources/updated") {
+    Deliver(sessions_.ToSubscribers(*account, note.uri(), message), out);
+    sessions_.SetPendingLine(*account, note.line().empty()
+                                           ? absl::StrCat("The view changed: ", note.uri())
+                                           : note.line());
+  } else if (IsListChanged(method)) {
+    Deliver(sessions_.Broadcast(*account, message), out);
+  } else if (method == "notifications/progress") {
+    const Call* call = calls_.Find(calls_.FindByProgressToken(note.progress_token()));
+    if (call != nullptr && call->tab == tab) {
+      ToAgent(*call, std::move(message), out);
+    }
+  } else if (method == "notifications/message") {
+    if (note.call_id() != 0) {
+      const Call* call = calls_.Find(note.call_id());
+      if (call != nullptr && call->tab == tab) {
+        ToAgent(*call, std::move(message), out);
+      }
+    } else {
+      Deliver(sessions_.ToLogLevel(*account, LogLevelRank(note.level()), message), out);
+    }
+  }
+}
+
+void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, Outbox& out) {
+  const Call* call = calls_.Find(request.call_id());
+  if (call != nullptr && call->tab == TabRef{link_id, request.tab_id()}) {
+    return ToAgent(*call, std::move(*request.mutable_message()), out);
+  }
+  auto* response = Add(out, link_id).mutable_tab_response();
+  response->set_tab_id(request.tab_id());
+  response->set_tab_request_id(request.tab_request_id());
+  response->set_is_error(true);
+  response->set_payload(
+      R"({"code":-32602,"message":"no agent call in progress with that relay/requestId"})");
+}
+
+void RouterCore::OnAgentReply(relay::v1::AgentReply& reply, Outbox& out) {
+  const Call* call = calls_.Find(reply.call_id());
+  // Only the session that made the call may answer its tab's requests.
+  if (call == nullptr || call->session != reply.session_id() ||
+      call->account != reply.account()) {
+    return;
+  }
+  auto* response = Add(out, call->tab.link_id).mutable_tab_response();
+  response->set_tab_id(call->tab.tab_id);
+  response->set_tab_request_id(reply.tab_request_id());
+  response->set_is_error(reply.is_error());
+  response->set_payload(std::move(*reply.mutable_payload()));
+}
+
+void RouterCore::OnAgentCancel(const relay::v1::AgentCancel& cancel, Outbox& out) {
+  uint64_t call_id = calls_.FindByRequest(cancel.session_id(), cancel.request_id());
+  const Call* found = calls_.Find(call_id);
+  if (found == nullptr || found->account != cancel.account()) {
+    return;
+  }
+  Call call = *calls_.Take(call_id);
+  ++counts_.cancelled;
+  CancelAtTab(call_id, call.tab,
+              cancel.reason().empty() ? "the agent cancelled the request" : cancel.reason(), out);
+  Fail(call.origin, Failure::REASON_CANCELLED, out);
+}
+
+bool RouterCore::Kick(const std::string& account, const std::string& reason, Outbox& out) {
+  std::optional<TabRef> tab = table_.Find(account);
+  if (!tab || !table_.Detach(*tab)) {
+    return false;
+  }
+  FailCallsOf(*tab, Failure::REASON_DISPLACED, out);
+  auto* displace = Add(out, tab->link_id).mutable_displace();
+  displace->set_tab_id(tab->tab_id);
+  displace->set_reason(reason);
+  return true;
+}
+
+void RouterCore::EndSession(const std::string& session, Outbox& out) {
+  NotifyAgents(sessions_.End(session), absl::Now(), out);
+  for (const auto& [link_id, gateway] : links_) {
+    Add(out, link_id).mutable_session_ended()->set_session_id(session);
+  }
+}
+
+void RouterCore::Sweep(absl::Time now, Outbox& out) {
+  NotifyAgents(sessions_.Sweep(now), now, out);
+}
+
+void RouterCore::FailCallsOf(const TabRef& tab, Failure::Reason reason, Outbox& out) {
+  for (auto& [call_id, call] : calls_.TakeAllOf(tab)) {
+    Fail(call.origin, reason, out);
+  }
+}
+
+void RouterCore::Fail(const CallOrigin& origin, Failure::Reason reason, Outbox& out) {
+  switch (reason) {
+    case Failure::REASON_TAB_GONE:
+      ++counts_.tab_gone;
+      break;
+    case Failure::REASON_DISPLACED:
+      ++counts_.displaced;
+      break;
+    default:
+      break;
+  }
+  auto* done = Add(out, origin.link_id).mutable_call_done();
+  done->set_call_ref(origin.call_ref);
+  done->mutable_failure()->set_reason(reason);
+}
+
+void RouterCore::CancelAtTab(uint64_t call_id, const TabRef& tab, const std::string& reason,
+                             Outbox& out) {
+  auto* cancel = Add(out, tab.link_id).mutable_cancel();
+  cancel->set_tab_id(tab.tab_id);
+  cancel->set_call_id(call_id);
+  cancel->set_reason(reason);
+}
+
+void RouterCore::ToAgent(const Call& call, std::string message, Outbox& out) {
+  auto* event = Add(out, call.origin.link_id).mutable_call_event();
+  event->set_call_ref(call.origin.call_ref);
+  event->set_message(std::move(message));
+}
+
+void RouterCore::NotifyAgents(const std::vector<std::string>& accounts, absl::Time now,
+                              Outbox& out) {
+  for (const std::string& account : accounts) {
+    std::optional<TabRef> tab = table_.Find(account);
+    if (!tab) {
+      continue;
+    }
+    auto* agents = Add(out, tab->link_id).mutable_agents();
+    agents->set_tab_id(tab->tab_id);
+    agents->set_count(sessions_.AgentCount(account, now));
+  }
+}
+
+void RouterCore::Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& out) {
+  for (const StreamDelivery& d : deliveries) {
+    auto* event = Add(out, d.stream.link_id).mutable_stream_event();
+    event->set_stream_id(d.stream.stream_id);
+    event->set_event_id(d.event_id);
+    event->set_message(d.message);
+  }
+}
+
+}  // namespace relay::router

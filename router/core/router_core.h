@@ -1,0 +1,103 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "relay/v1/router.pb.h"
+#include "router/core/call_table.h"
+#include "router/core/routing_table.h"
+#include "router/core/session_table.h"
+
+namespace relay::router {
+
+// A command for one gateway link.
+struct Outgoing {
+  uint64_t link_id = 0;
+  relay::v1::RouterCommand command;
+};
+using Outbox = std::vector<Outgoing>;
+
+struct RouterCoreOptions {
+  SessionTableOptions sessions;
+  // Calls in flight per account; beyond, a call fails at once with a reason.
+  size_t max_inflight_per_account = 256;
+};
+
+// What the router has counted since it started.
+struct RouterCounts {
+  uint64_t forwards = 0;
+  uint64_t results = 0;
+  uint64_t errors = 0;
+  uint64_t no_tab = 0;
+  uint64_t tab_gone = 0;
+  uint64_t displaced = 0;
+  uint64_t cancelled = 0;
+  uint64_t too_many = 0;
+};
+
+// The router's rules, joined in one place: which tab is an account's
+// (displacement), where each call goes and who may answer it, cancellation,
+// fan-out of a tab's notifications to its account's sessions, the view line,
+// replay, and what happens when a gateway link ends. Every method takes an
+// event and appends the commands it causes to out, in the order they must be
+// sent; the caller writes them after the call.
+//
+// Not thread-safe: the gRPC service holds one lock around each call (they are
+// short: map operations, no I/O). No gRPC or Asio types, so that whole
+// scenarios are unit-tested with a recording outbox.
+class RouterCore {
+ public:
+  RouterCore(uint64_t first_call_id, RouterCoreOptions options = {});
+
+  void LinkUp(uint64_t link_id);
+  // The link ended: its tabs leave (their calls fail toward the agents), its
+  // streams close, and the calls its agents made are cancelled at their tabs.
+  void LinkDown(uint64_t link_id, absl::Time now, Outbox& out);
+  // One message of a gateway. The event may be moved from.
+  void Handle(uint64_t link_id, relay::v1::GatewayEvent& event, absl::Time now, Outbox& out);
+
+  // Operators and the clock.
+  bool Kick(const std::string& account, const std::string& reason, Outbox& out);
+  void EndSession(const std::string& session, Outbox& out);
+  void Sweep(absl::Time now, Outbox& out);
+
+  // Read-only views.
+  const RoutingTable& tabs() const { return table_; }
+  const SessionTable& sessions() const { return sessions_; }
+  size_t CallsInFlight(const TabRef& tab) const { return calls_.InFlight(tab); }
+  size_t CallsInFlight() const { return calls_.size(); }
+  size_t LinkCount() const { return links_.size(); }
+  const std::string& GatewayOf(uint64_t link_id) const;
+  const RouterCounts& counts() const { return counts_; }
+
+ private:
+  void OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& out);
+  void OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::Time now, Outbox& out);
+  void OnTabNotification(uint64_t link_id, const relay::v1::TabNotification& note, Outbox& out);
+  void OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, Outbox& out);
+  void OnAgentReply(relay::v1::AgentReply& reply, Outbox& out);
+  void OnAgentCancel(const relay::v1::AgentCancel& cancel, Outbox& out);
+  void OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outbox& out);
+  void OnCallCancel(uint64_t link_id, const relay::v1::CallCancel& cancel, Outbox& out);
+
+  // The calls of a tab that left end with reason toward their agents.
+  void FailCallsOf(const TabRef& tab, relay::v1::Failure::Reason reason, Outbox& out);
+  void Fail(const CallOrigin& origin, relay::v1::Failure::Reason reason, Outbox& out);
+  void CancelAtTab(uint64_t call_id, const TabRef& tab, const std::string& reason, Outbox& out);
+  // An event of a call for its agent.
+  void ToAgent(const Call& call, std::string message, Outbox& out);
+  void NotifyAgents(const std::vector<std::string>& accounts, absl::Time now, Outbox& out);
+  void Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& out);
+
+  RouterCoreOptions options_;
+  RoutingTable table_;
+  SessionTable sessions_;
+  CallTable calls_;
+  absl::flat_hash_map<uint64_t, std::string> links_;  // link id -> gateway id
+  RouterCounts counts_;
+};
+
+}  // namespace relay::router

@@ -1,0 +1,382 @@
+#include "router/core/router_core.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+// Whole scenarios of the router's rules, driven through RouterCore with a
+// recording outbox: what each gateway would be sent, in order.
+namespace relay::router {
+namespace {
+
+using relay::v1::Failure;
+using relay::v1::GatewayEvent;
+using relay::v1::RouterCommand;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr uint64_t kFirstCall = 1000;
+constexpr uint64_t kTabGateway = 1;    // link of the gateway holding tabs
+constexpr uint64_t kAgentGateway = 2;  // link of the gateway the agents use
+
+class RouterCoreTest : public ::testing::Test {
+ protected:
+  RouterCoreTest() : core_(kFirstCall, Options()) {
+    core_.LinkUp(kTabGateway);
+    core_.LinkUp(kAgentGateway);
+  }
+
+  static RouterCoreOptions Options() {
+    RouterCoreOptions options;
+    options.max_inflight_per_account = 3;
+    return options;
+  }
+
+  // Sends one event from a link; returns what the core wants sent.
+  Outbox Send(uint64_t link, GatewayEvent event) {
+    Outbox out;
+    core_.Handle(link, event, now_, out);
+    return out;
+  }
+
+  Outbox TabUp(uint64_t link, uint64_t tab_id, const std::string& account) {
+    GatewayEvent e;
+    e.mutable_tab_up()->set_tab_id(tab_id);
+    e.mutable_tab_up()->set_account(account);
+    return Send(link, e);
+  }
+
+  Outbox Start(uint64_t ref, const std::string& account, const std::string& method = "tools/call",
+               const std::string& session = "s1", const std::string& request_id = "7") {
+    GatewayEvent e;
+    auto* start = e.mutable_call_start();
+    start->set_call_ref(ref);
+    start->set_account(account);
+    start->set_session_id(session);
+    start->set_method(method);
+    start->set_params(R"({"name":"get_view"})");
+    start->set_request_id(request_id);
+    return Send(kAgentGateway, e);
+  }
+
+  Outbox Reply(uint64_t link, uint64_t tab_id, uint64_t call_id, const std::string& payload,
+               bool is_error = false) {
+    GatewayEvent e;
+    auto* reply = e.mutable_tab_reply();
+    reply->set_tab_id(tab_id);
+    reply->set_call_id(call_id);
+    reply->set_payload(payload);
+    reply->set_is_error(is_error);
+    return Send(link, e);
+  }
+
+  Outbox Cancel(uint64_t ref) {
+    GatewayEvent e;
+    e.mutable_call_cancel()->set_call_ref(ref);
+    e.mutable_call_cancel()->set_reason("the call's deadline passed");
+    return Send(kAgentGateway, e);
+  }
+
+  // The one Deliver in out; its call id.
+  static uint64_t DeliveredCall(const Outbox& out) {
+    for (const Outgoing& o : out) {
+      if (o.command.has_deliver()) {
+        return o.command.deliver().call_id();
+      }
+    }
+    ADD_FAILURE() << "no Deliver";
+    return 0;
+  }
+
+  static std::vector<const Outgoing*> Of(const Outbox& out, RouterCommand::CommandCase kind) {
+    std::vector<const Outgoing*> found;
+    for (const Outgoing& o : out) {
+      if (o.command.command_case() == kind) {
+        found.push_back(&o);
+      }
+    }
+    return found;
+  }
+
+  absl::Time now_ = absl::FromUnixSeconds(1000000);
+  RouterCore core_;
+};
+
+TEST_F(RouterCoreTest, ACallGoesToTheAccountsTabAndItsAnswerBackToTheCaller) {
+  Outbox up = TabUp(kTabGateway, 5, "alice");
+  ASSERT_THAT(Of(up, RouterCommand::kTabAccepted), SizeIs(1));
+  EXPECT_EQ(up[0].link_id, kTabGateway);
+
+  Outbox start = Start(/*ref=*/41, "alice");
+  ASSERT_THAT(start, SizeIs(1));
+  EXPECT_EQ(start[0].link_id, kTabGateway);
+  const auto& deliver = start[0].command.deliver();
+  EXPECT_EQ(deliver.tab_id(), 5u);
+  EXPECT_EQ(deliver.call_id(), kFirstCall);
+  EXPECT_EQ(deliver.method(), "tools/call");
+  EXPECT_EQ(deliver.params(), R"({"name":"get_view"})");
+
+  Outbox done = Reply(kTabGateway, 5, kFirstCall, R"({"content":[]})");
+  ASSERT_THAT(done, SizeIs(1));
+  EXPECT_EQ(done[0].link_id, kAgentGateway);
+  EXPECT_EQ(done[0].command.call_done().call_ref(), 41u);
+  EXPECT_EQ(done[0].command.call_done().result(), R"({"content":[]})");
+  EXPECT_EQ(core_.CallsInFlight(), 0u);
+  // A second answer to the same call is dropped.
+  EXPECT_THAT(Reply(kTabGateway, 5, kFirstCall, "{}"), IsEmpty());
+}
+
+TEST_F(RouterCoreTest, WithoutATabACallFailsAtOnce) {
+  Outbox out = Start(1, "nobody");
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].link_id, kAgentGateway);
+  EXPECT_EQ(out[0].command.call_done().failure().reason(), Failure::REASON_NO_TAB);
+  EXPECT_EQ(core_.counts().no_tab, 1u);
+}
+
+TEST_F(RouterCoreTest, ATabDisplacedMidCallFailsItsCallsAndTheNewTabTakesTheNext) {
+  TabUp(kTabGateway, 5, "alice");
+  uint64_t first = DeliveredCall(Start(1, "alice"));
+  // A second tab of alice comes up through the agents' gateway.
+  Outbox up = TabUp(kAgentGateway, 9, "alice");
+  auto done = Of(up, RouterCommand::kCallDone);
+  ASSERT_THAT(done, SizeIs(1));
+  EXPECT_EQ(done[0]->link_id, kAgentGateway);
+  EXPECT_EQ(done[0]->command.call_done().failure().reason(), Failure::REASON_DISPLACED);
+  auto displace = Of(up, RouterCommand::kDisplace);
+  ASSERT_THAT(displace, SizeIs(1));
+  EXPECT_EQ(displace[0]->link_id, kTabGateway);
+  EXPECT_EQ(displace[0]->command.displace().tab_id(), 5u);
+  ASSERT_THAT(Of(up, RouterCommand::kTabAccepted), SizeIs(1));
+  // The old tab's late answer goes nowhere; the next call reaches the new tab.
+  EXPECT_THAT(Reply(kTabGateway, 5, first, "{}"), IsEmpty());
+  Outbox next = Start(2, "alice");
+  ASSERT_THAT(next, SizeIs(1));
+  EXPECT_EQ(next[0].link_id, kAgentGateway);
+  EXPECT_EQ(next[0].command.deliver().tab_id(), 9u);
+}
+
+TEST_F(RouterCoreTest, ACancelRacingTheAnswer) {
+  TabUp(kTabGateway, 5, "alice");
+  // The cancel wins: the tab is told, its answer is dropped, no CallDone.
+  uint64_t call = DeliveredCall(Start(1, "alice"));
+  Outbox cancel = Cancel(1);
+  ASSERT_THAT(cancel, SizeIs(1));
+  EXPECT_EQ(cancel[0].link_id, kTabGateway);
+  EXPECT_EQ(cancel[0].command.cancel().call_id(), call);
+  EXPECT_EQ(cancel[0].command.cancel().reason(), "the call's deadline passed");
+  EXPECT_THAT(Reply(kTabGateway, 5, call, "{}"), IsEmpty());
+  // The answer wins: the agent gets it, the late cancel does nothing.
+  uint64_t second = DeliveredCall(Start(2, "alice"));
+  EXPECT_THAT(Reply(kTabGateway, 5, second, "{}"), SizeIs(1));
+  EXPECT_THAT(Cancel(2), IsEmpty());
+}
+
+TEST_F(RouterCoreTest, OnlyTheTabThatHoldsTheCallMayAnswerIt) {
+  TabUp(kTabGateway, 5, "alice");
+  TabUp(kTabGateway, 6, "mallory");
+  uint64_t call = DeliveredCall(Start(1, "alice"));
+  EXPECT_THAT(Reply(kTabGateway, 6, call, R"({"content":[{"text":"forged"}]})"), IsEmpty());
+  EXPECT_THAT(Reply(kAgentGateway, 5, call, R"({"content":[{"text":"forged"}]})"), IsEmpty());
+  Outbox done = Reply(kTabGateway, 5, call, R"({"content":[]})");
+  ASSERT_THAT(done, SizeIs(1));
+  EXPECT_EQ(done[0].command.call_done().result(), R"({"content":[]})");
+}
+
+TEST_F(RouterCoreTest, TheTabsGatewayLostWithCallsInFlight) {
+  TabUp(kTabGateway, 5, "alice");
+  Start(1, "alice");
+  Start(2, "alice");
+  Outbox out;
+  core_.LinkDown(kTabGateway, now_, out);
+  auto done = Of(out, RouterCommand::kCallDone);
+  ASSERT_THAT(done, SizeIs(2));
+  for (const Outgoing* o : done) {
+    EXPECT_EQ(o->link_id, kAgentGateway);
+    EXPECT_EQ(o->command.call_done().failure().reason(), Failure::REASON_TAB_GONE);
+  }
+  // Nothing is addressed to the link that is gone; the account has no tab now.
+  for (const Outgoing& o : out) {
+    EXPECT_NE(o.link_id, kTabGateway);
+  }
+  EXPECT_EQ(Start(3, "alice")[0].command.call_done().failure().reason(), Failure::REASON_NO_TAB);
+}
+
+TEST_F(RouterCoreTest, TheAgentsGatewayLostWithCallsInFlightCancelsThemAtTheTab) {
+  TabUp(kTabGateway, 5, "alice");
+  uint64_t call = DeliveredCall(Start(1, "alice"));
+  Outbox out;
+  core_.LinkDown(kAgentGateway, now_, out);
+  auto cancel = Of(out, RouterCommand::kCancel);
+  ASSERT_THAT(cancel, SizeIs(1));
+  EXPECT_EQ(cancel[0]->link_id, kTabGateway);
+  EXPECT_EQ(cancel[0]->command.cancel().call_id(), call);
+  EXPECT_THAT(Of(out, RouterCommand::kCallDone), IsEmpty());
+  EXPECT_THAT(Reply(kTabGateway, 5, call, "{}"), IsEmpty());
+}
+
+TEST_F(RouterCoreTest, AShardRestartIsRebuiltFromTheReannouncement) {
+  TabUp(kTabGateway, 5, "alice");
+  Start(1, "alice");
+  // A new router process: ids start elsewhere, the gateways link again and
+  // announce their tabs and streams.
+  RouterCore restarted(kFirstCall + 500000);
+  restarted.LinkUp(7);
+  restarted.LinkUp(8);
+  Outbox out;
+  GatewayEvent up;
+  up.mutable_tab_up()->set_tab_id(5);
+  up.mutable_tab_up()->set_account("alice");
+  restarted.Handle(7, up, now_, out);
+  ASSERT_THAT(Of(out, RouterCommand::kTabAccepted), SizeIs(1));
+  // The old call's answer reaches nobody; a new call works.
+  out.clear();
+  GatewayEvent stale;
+  stale.mutable_tab_reply()->set_tab_id(5);
+  stale.mutable_tab_reply()->set_call_id(kFirstCall);
+  restarted.Handle(7, stale, now_, out);
+  EXPECT_THAT(out, IsEmpty());
+  GatewayEvent start;
+  start.mutable_call_start()->set_call_ref(9);
+  start.mutable_call_start()->set_account("alice");
+  start.mutable_call_start()->set_method("tools/call");
+  restarted.Handle(8, start, now_, out);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].link_id, 7u);
+  EXPECT_EQ(out[0].command.deliver().call_id(), kFirstCall + 500000);
+}
+
+TEST_F(RouterCoreTest, TheAgentsCancellationByRequestIdReachesTheTab) {
+  TabUp(kTabGateway, 5, "alice");
+  uint64_t call = DeliveredCall(Start(1, "alice", "tools/call", "s1", "\"req-1\""));
+  GatewayEvent foreign;
+  auto* c = foreign.mutable_agent_cancel();
+  c->set_account("bob");
+  c->set_session_id("s1");
+  c->set_request_id("\"req-1\"");
+  EXPECT_THAT(Send(kAgentGateway, foreign), IsEmpty());  // another account's session
+  c->set_account("alice");
+  Outbox out = Send(kAgentGateway, foreign);
+  ASSERT_THAT(out, SizeIs(2));
+  EXPECT_EQ(out[0].command.cancel().call_id(), call);
+  EXPECT_EQ(out[1].command.call_done().failure().reason(), Failure::REASON_CANCELLED);
+}
+
+TEST_F(RouterCoreTest, AReusedRequestIdCancelsTheNewestCallOnly) {
+  TabUp(kTabGateway, 5, "alice");
+  uint64_t older = DeliveredCall(Start(1, "alice", "tools/call", "s1", "3"));
+  uint64_t newer = DeliveredCall(Start(2, "alice", "tools/call", "s1", "3"));
+  // The older call ends; the index of the newer stays.
+  EXPECT_THAT(Reply(kTabGateway, 5, older, "{}"), SizeIs(1));
+  GatewayEvent cancel;
+  cancel.mutable_agent_cancel()->set_account("alice");
+  cancel.mutable_agent_cancel()->set_session_id("s1");
+  cancel.mutable_agent_cancel()->set_request_id("3");
+  Outbox out = Send(kAgentGateway, cancel);
+  ASSERT_THAT(out, SizeIs(2));
+  EXPECT_EQ(out[0].command.cancel().call_id(), newer);
+}
+
+TEST_F(RouterCoreTest, CallsInFlightPerAccountAreBounded) {
+  TabUp(kTabGateway, 5, "alice");
+  TabUp(kTabGateway, 6, "bob");
+  for (uint64_t ref = 1; ref <= 3; ++ref) {
+    ASSERT_TRUE(Start(ref, "alice")[0].command.has_deliver());
+  }
+  Outbox fourth = Start(4, "alice");
+  EXPECT_EQ(fourth[0].command.call_done().failure().reason(), Failure::REASON_TOO_MANY_CALLS);
+  // Another account is not affected; one of alice's ending makes room.
+  EXPECT_TRUE(Start(5, "bob")[0].command.has_deliver());
+  EXPECT_THAT(Reply(kTabGateway, 5, kFirstCall, "{}"), SizeIs(1));
+  EXPECT_TRUE(Start(6, "alice")[0].command.has_deliver());
+}
+
+TEST_F(RouterCoreTest, ATabsRequestReachesTheCallsAgentAndOnlyThatSessionMayAnswer) {
+  TabUp(kTabGateway, 5, "alice");
+  uint64_t call = DeliveredCall(Start(1, "alice", "tools/call", "s1"));
+  GatewayEvent request;
+  auto* r = request.mutable_tab_request();
+  r->set_tab_id(5);
+  r->set_call_id(call);
+  r->set_message(R"({"jsonrpc":"2.0","id":"relay/1/1","method":"elicitation/create"})");
+  r->set_tab_request_id("1");
+  Outbox out = Send(kTabGateway, request);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].link_id, kAgentGateway);
+  EXPECT_EQ(out[0].command.call_event().call_ref(), 1u);
+
+  GatewayEvent answer;
+  auto* a = answer.mutable_agent_reply();
+  a->set_account("alice");
+  a->set_session_id("s2");  // another session of the same account
+  a->set_call_id(call);
+  a->set_tab_request_id("1");
+  a->set_payload(R"({"action":"accept"})");
+  EXPECT_THAT(Send(kAgentGateway, answer), IsEmpty());
+  a->set_session_id("s1");
+  out = Send(kAgentGateway, answer);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].link_id, kTabGateway);
+  EXPECT_EQ(out[0].command.tab_response().tab_request_id(), "1");
+
+  // Without a live call the tab is told so.
+  r->set_call_id(call + 99);
+  out = Send(kTabGateway, request);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_TRUE(out[0].command.tab_response().is_error());
+}
+
+TEST_F(RouterCoreTest, TheViewLineGoesOnceToEachSessionsNextToolResult) {
+  TabUp(kTabGateway, 5, "alice");
+  GatewayEvent touch;
+  touch.mutable_session_touch()->set_session_id("s1");
+  touch.mutable_session_touch()->set_account("alice");
+  Send(kAgentGateway, touch);
+  GatewayEvent updated;
+  auto* note = updated.mutable_tab_notification();
+  note->set_tab_id(5);
+  note->set_method("notifications/resources/updated");
+  note->set_uri("editor://view");
+  note->set_line("The user switched tabs.");
+  Send(kTabGateway, updated);
+  uint64_t call = DeliveredCall(Start(1, "alice"));
+  EXPECT_EQ(Reply(kTabGateway, 5, call, "{}")[0].command.call_done().view_line(),
+            "The user switched tabs.");
+  call = DeliveredCall(Start(2, "alice"));
+  EXPECT_EQ(Reply(kTabGateway, 5, call, "{}")[0].command.call_done().view_line(), "");
+}
+
+TEST_F(RouterCoreTest, AnEndedSessionsCallsFailAndEveryGatewayHears) {
+  TabUp(kTabGateway, 5, "alice");
+  Outbox out;
+  core_.EndSession("s1", out);
+  EXPECT_THAT(Of(out, RouterCommand::kSessionEnded), SizeIs(2));
+  Outbox start = Start(1, "alice", "tools/call", "s1");
+  EXPECT_EQ(start[0].command.call_done().failure().reason(), Failure::REASON_SESSION_ENDED);
+}
+
+TEST_F(RouterCoreTest, ProgressOfACallReachesItsAgentOnly) {
+  TabUp(kTabGateway, 5, "alice");
+  GatewayEvent start;
+  auto* s = start.mutable_call_start();
+  s->set_call_ref(3);
+  s->set_account("alice");
+  s->set_method("tools/call");
+  s->set_progress_token("relay-p-1");
+  Send(kAgentGateway, start);
+  GatewayEvent progress;
+  auto* note = progress.mutable_tab_notification();
+  note->set_tab_id(5);
+  note->set_method("notifications/progress");
+  note->set_progress_token("relay-p-1");
+  note->set_params(R"({"progressToken":"relay-p-1","progress":1})");
+  Outbox out = Send(kTabGateway, progress);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].command.call_event().call_ref(), 3u);
+  EXPECT_NE(out[0].command.call_event().message().find("\"progress\":1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace relay::router
