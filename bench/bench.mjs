@@ -228,24 +228,62 @@ async function compare() {
 
 // N idle tabs and N idle GET streams against one gateway: its resident memory per connection.
 async function memory(n) {
-  const users = Array.from({ length: n }, (_, i) => `m${i}`);
-  const stack = await startStack({ gateways: 1, users: ['memory'] });
-  const { default: WebSocket } = await import(join(modules, 'ws', 'wrapper.mjs'));
-  const sockets = [];
+  const stack = await startStack({ gateways: 1, users: [] });
+  const { default: WebSocket } = await import(join(modules, 'ws', 'index.js'));
+  const http = await import('node:http');
+  const open = [];
   try {
     const gw = stack.gateways[0];
     const pid = gw.child.pid;
+    // N accounts (a tab per account: a second tab of one account displaces the first) and
+    // a ticket for each, made in one PHP process.
+    console.log(`making ${n} accounts and tickets in the reference host API…`);
+    const php = `require '${join(repoRoot, 'hostapi', 'src', 'bootstrap.php')}';
+      $store = HostApi\\Store::fromEnv(); $users = new HostApi\\Users($store); $tickets = new HostApi\\Tickets($store, $users);
+      for ($i = 0; $i < ${n}; $i++) { $users->add("m$i", "memory-bench-password", "user"); echo $tickets->mint($users->get("m$i")), "\\n"; }`;
+    const tickets = execFileSync('php', ['-r', php.replace(/\\\\/g, '\\')], { env: { ...process.env, ...stack.hostapiEnv }, maxBuffer: 64 << 20 }).toString().trim().split('\n');
+    stack.secrets.push(...tickets);
+    const settle = () => new Promise((r) => setTimeout(r, 1000));
+    const inBatches = async (count, fn) => {
+      for (let i = 0; i < count; i += 100) {
+        await Promise.all(Array.from({ length: Math.min(100, count - i) }, (_, k) => fn(i + k)));
+      }
+    };
+    // Warm the allocator and the code paths with a few of each first.
+    await settle();
     const base = rssKiB(pid);
-    // Tabs: one account each would need N accounts in the host API; a tab's cost to the
-    // gateway does not depend on its account, so every tab here redeems a ticket of one
-    // account, and each new one displaces the previous (which then closes) -- instead, keep
-    // them all by giving each its own ticket and counting only those still open.
-    const tickets = [];
-    for (let i = 0; i < n; i++) tickets.push(await stack.ticket('memory'));
-    void users;
-    throw new Error('unreachable');
+    await inBatches(n, (i) => new Promise((resolveTab, reject) => {
+      const ws = new WebSocket(gw.wsUrl, { headers: { origin } });
+      ws.on('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket: tickets[i], client: { name: 'memory', version: '0' } } })));
+      ws.on('message', (data) => { if (JSON.parse(data.toString()).id === 1) resolveTab(); });
+      ws.on('error', reject);
+      open.push(() => ws.terminate());
+    }));
+    await settle();
+    const withTabs = rssKiB(pid);
+    stack.passwords.m0 = "memory-bench-password";
+    const token = await stack.mintToken("m0");
+    const url = new URL(gw.url);
+    await inBatches(n, async () => {
+      const sid = await initialize(gw.url, token);
+      await new Promise((resolveStream, reject) => {
+        const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'GET', agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}`, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' } }, (res) => {
+          if (res.statusCode !== 200) reject(new Error(`GET ${res.statusCode}`));
+          else resolveStream();
+        });
+        req.on('error', reject);
+        req.end();
+        open.push(() => req.destroy());
+      });
+    });
+    await settle();
+    const withStreams = rssKiB(pid);
+    const perTab = ((withTabs - base) * 1024) / n / 1024;
+    const perStream = ((withStreams - withTabs) * 1024) / n / 1024;
+    console.log(`gateway resident memory: ${(base / 1024).toFixed(1)} MiB at rest, ${(withTabs / 1024).toFixed(1)} MiB with ${n} idle tabs, ${(withStreams / 1024).toFixed(1)} MiB with ${n} idle GET streams as well`);
+    console.log(`per idle tab WebSocket: ${perTab.toFixed(1)} KiB   per idle GET stream: ${perStream.toFixed(1)} KiB`);
   } finally {
-    for (const s of sockets) s.terminate?.();
+    for (const close of open) close();
     await stack.stop();
   }
 }

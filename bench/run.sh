@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Measures the relay's throughput and latency on this machine; see bench/bench.mjs.
-#   bench/run.sh [seconds=10] [connections=64]
+# The relay beside its peers (../shared/bench) in one run; see bench/bench.mjs for options.
+#   bench/run.sh [--seconds 10] [--perf] [--memory N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --tests >/dev/null

@@ -417,14 +417,17 @@ void HttpSession::StartForward(ForwardPlan plan) {
   auto deadline = std::chrono::steady_clock::now() +
                   absl::ToChronoMilliseconds(state_.dispatcher->options().call_timeout);
   call_timer_.expires_at(std::min(deadline, std::chrono::steady_clock::now() + kWatchAfter));
-  call_timer_.async_wait([self = shared_from_this(), deadline](beast::error_code ec) {
-    if (ec || self->phase_ != Phase::kForwarding) {
+  // A handler that already ran its course when the call ended must not touch
+  // the next call (a batch, a pipelined request): each knows its call.
+  uint64_t call = ++call_seq_;
+  call_timer_.async_wait([self = shared_from_this(), deadline, call](beast::error_code ec) {
+    if (ec || self->phase_ != Phase::kForwarding || self->call_seq_ != call) {
       return;
     }
     self->WatchPeer();
     self->call_timer_.expires_at(deadline);
-    self->call_timer_.async_wait([self](beast::error_code ec) {
-      if (!ec) {
+    self->call_timer_.async_wait([self, call](beast::error_code ec) {
+      if (!ec && self->call_seq_ == call) {
         self->CancelCall(RouterClient::CancelReason::kDeadline);
       }
     });
@@ -433,6 +436,7 @@ void HttpSession::StartForward(ForwardPlan plan) {
 
 void HttpSession::CancelCall(RouterClient::CancelReason reason) {
   if (phase_ == Phase::kForwarding && call_ref_ != 0) {
+    call_timer_.cancel();
     // The waiter hears kTimeout or kCancelled through OnCallDone.
     state_.router->Cancel(account_, std::exchange(call_ref_, 0), reason);
   }
@@ -587,7 +591,7 @@ void HttpSession::WatchPeer() {
   }
   watching_ = true;
   stream_.socket().async_read_some(
-      buffer_.prepare(4096),
+      buffer_.prepare(1024),
       beast::bind_front_handler(&HttpSession::OnPeerData, shared_from_this()));
 }
 
@@ -753,6 +757,7 @@ void HttpSession::Close() {
   }
   phase_ = Phase::kClosed;
   keepalive_timer_.cancel();
+  call_timer_.cancel();
   CloseStream();
   beast::error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);

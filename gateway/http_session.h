@@ -119,6 +119,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>, public Cal
   std::vector<std::string> batch_answers_;
   // The call in flight, for Cancel; 0 when none.
   uint64_t call_ref_ = 0;
+  uint64_t call_seq_ = 0;  // counts this connection's calls, for the timer's handlers
   boost::asio::steady_timer call_timer_;
   std::deque<std::string> out_;
   size_t queued_bytes_ = 0;

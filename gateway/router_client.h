@@ -43,7 +43,9 @@ struct ForwardRequest {
 
 // Whoever waits for a forwarded call: the agent's HTTP exchange. Called on
 // gRPC threads (or, for an immediate failure or a Cancel, on the caller's):
-// an implementation posts to its own executor and returns.
+// an implementation posts to its own executor and returns, and must not call
+// back into the RouterClient from these methods. A call's events reach the
+// waiter before its OnCallDone.
 class CallWaiter {
  public:
   virtual ~CallWaiter() = default;

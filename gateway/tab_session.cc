@@ -27,7 +27,10 @@ constexpr uint16_t kCloseDisplaced = 4409;
 constexpr uint16_t kCloseTooBig = 4413;
 constexpr uint16_t kCloseTryLater = 1013;
 
-constexpr size_t kReadChunk = 64 * 1024;
+// Reads start small, so that an idle tab holds little memory, and grow while a
+// large message (a screenshot) comes in.
+constexpr size_t kSmallReadChunk = 2 * 1024;
+constexpr size_t kLargeReadChunk = 64 * 1024;
 // Unwritten messages one tab may hold: room for a few large requests.
 constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
@@ -76,7 +79,8 @@ void TabSession::OnHelloTimeout(beast::error_code ec) {
 }
 
 void TabSession::DoRead() {
-  ws_.async_read_some(buffer_.prepare(kReadChunk),
+  ws_.async_read_some(buffer_.prepare(buffer_.size() < kSmallReadChunk ? kSmallReadChunk
+                                                                        : kLargeReadChunk),
                       beast::bind_front_handler(&TabSession::OnRead, shared_from_this()));
 }
 
@@ -98,6 +102,9 @@ void TabSession::OnRead(beast::error_code ec, size_t bytes) {
     }
     std::string text = beast::buffers_to_string(buffer_.data());
     buffer_.consume(buffer_.size());
+    if (buffer_.capacity() > kLargeReadChunk) {
+      buffer_.shrink_to_fit();  // a large message is not kept for the idle time after it
+    }
     HandleMessage(text);
   }
   if (phase_ != State::kClosing) {

@@ -58,8 +58,10 @@ size_t VerdictMemo::ForgetToken(const std::string& token_sha256) {
 
 void VerdictMemo::SetWatched(bool watched, absl::Time now) {
   absl::MutexLock lock(&mu_);
+  // Either way, a verification asked across the change is not kept: asked
+  // while unwatched, its token may have been revoked unheard.
+  ++epoch_;
   if (watched_ && !watched) {
-    ++epoch_;
     for (auto& [key, entry] : entries_) {
       entry.expires = std::min(entry.expires, now + options_.unwatched_keep);
     }

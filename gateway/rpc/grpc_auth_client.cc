@@ -69,7 +69,7 @@ class GrpcAuthClient final : public AuthClient {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](GrpcAuthClient* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
-          return c->watch_ == nullptr && !c->alarm_pending_;
+          return c->watch_ == nullptr && !c->alarm_pending_ && c->calls_ == 0;
         },
         this));
   }
@@ -80,7 +80,7 @@ class GrpcAuthClient final : public AuthClient {
 
   void VerifyToken(std::string token, std::string address, Callback done) override {
     auto* call = new Call<relay::v1::VerifyTokenRequest, relay::v1::VerifyTokenResponse>(
-        std::move(done));
+        std::move(done), *this);
     call->memo = &memo_;
     call->epoch = memo_.Epoch();
     call->token_sha256 = common::Sha256Hex(token);
@@ -92,7 +92,7 @@ class GrpcAuthClient final : public AuthClient {
 
   void RedeemTicket(std::string ticket, Callback done) override {
     auto* call = new Call<relay::v1::RedeemTicketRequest, relay::v1::RedeemTicketResponse>(
-        std::move(done));
+        std::move(done), *this);
     call->request.set_ticket(std::move(ticket));
     stub_->async()->RedeemTicket(&call->context, &call->request, &call->response,
                                  [call](grpc::Status status) { call->Done(status); });
@@ -125,29 +125,41 @@ class GrpcAuthClient final : public AuthClient {
     alarm_ = std::make_unique<grpc::Alarm>();
     alarm_pending_ = true;
     alarm_->Set(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)), [this](bool ok) {
-      bool again;
-      {
-        absl::MutexLock lock(&mu_);
-        alarm_pending_ = false;
-        again = ok && !stopping_;
+      if (ok) {
+        return Watch();  // clears alarm_pending_ where it publishes the watch
       }
-      if (again) {
-        Watch();
-      }
+      absl::MutexLock lock(&mu_);
+      alarm_pending_ = false;
     });
   }
 
  private:
+  // Reactions never run inline in gRPC 1.51's callback API, so the watch is
+  // started under mu_ and published before any of its reactions can run.
   void Watch() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    watch_ = new RevocationWatch(*this, *stub_);
+    alarm_pending_ = false;
+    if (!stopping_) {
+      watch_ = new RevocationWatch(*this, *stub_);
+    }
+  }
+
+  // The destructor waits for the calls in flight: their answers touch memo_.
+  void CallStarted() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+  }
+  void CallEnded() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    --calls_;
   }
 
   template <typename Request, typename Response>
   struct Call {
-    explicit Call(Callback done) : done(std::move(done)) {
+    Call(Callback done, GrpcAuthClient& client) : done(std::move(done)), client(client) {
       // authsvc bounds its own upstream wait; this only catches a hung authsvc.
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      client.CallStarted();
     }
     void Done(const grpc::Status& status) {
       AuthVerdict verdict;
@@ -162,7 +174,9 @@ class GrpcAuthClient final : public AuthClient {
         }
       }
       done(std::move(verdict));
+      GrpcAuthClient& owner = client;
       delete this;
+      owner.CallEnded();
     }
     grpc::ClientContext context;
     Request request;
@@ -171,6 +185,7 @@ class GrpcAuthClient final : public AuthClient {
     VerdictMemo* memo = nullptr;
     uint64_t epoch = 0;
     std::string token_sha256;
+    GrpcAuthClient& client;
   };
 
   std::unique_ptr<relay::v1::Auth::Stub> stub_;
@@ -180,6 +195,7 @@ class GrpcAuthClient final : public AuthClient {
   std::unique_ptr<grpc::Alarm> alarm_;  // replaced only in OnWatchEnded, before stopping
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 RevocationWatch::RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& stub)

@@ -135,6 +135,8 @@ class RouterLink final : public grpc::ClientBidiReactor<GatewayBatch, RouterBatc
   void OnReadDone(bool ok) override;
   void OnDone(const grpc::Status& status) override;
 
+  // Starts the stream; events sent before are written once it is up.
+  void Start();
   void Cancel() { context_.TryCancel(); }
 
   // The link deletes itself when its stream is done and nobody else holds it
@@ -171,16 +173,24 @@ class Shard {
 
   RouterCommandSink& sink() { return sink_; }
 
+  // Starts a link (at start, and from the relink alarm).
   void Link() ABSL_LOCKS_EXCLUDED(mu_) {
-    auto* link = new RouterLink(*this, *stub_, defer_);
+    RouterLink* link;
     {
       absl::MutexLock lock(&mu_);
+      alarm_pending_ = false;
+      if (stopping_) {
+        return;
+      }
+      // Published, with its hello first in its queue, before the stream
+      // starts: nothing it does can run before link_ names it.
+      link = new RouterLink(*this, *stub_, defer_);
       link_ = link;
+      GatewayEvent hello;
+      hello.mutable_hello()->set_gateway_id(gateway_id_);
+      link->Send(std::move(hello));
     }
-    GatewayEvent hello;
-    hello.mutable_hello()->set_gateway_id(gateway_id_);
-    // Through Send, under mu_: the new link may already have failed and gone.
-    Send(std::move(hello));
+    link->Start();
     // Announces this gateway's tabs of this shard; they queue behind the hello.
     sink_.OnLinkUp(index_);
   }
@@ -236,16 +246,14 @@ class Shard {
   }
 
   void OnCallEvent(relay::v1::CallEvent& event) ABSL_LOCKS_EXCLUDED(calls_mu_) {
-    std::shared_ptr<CallWaiter> waiter;
-    {
-      absl::MutexLock lock(&calls_mu_);
-      auto it = calls_.find(event.call_ref());
-      if (it == calls_.end()) {
-        return;
-      }
-      waiter = it->second;
+    // Under the lock: a Cancel on another thread takes the call only after
+    // this event is handed over, so the waiter hears it before the end.
+    // (OnCallEvent only posts to the waiter's executor.)
+    absl::MutexLock lock(&calls_mu_);
+    auto it = calls_.find(event.call_ref());
+    if (it != calls_.end()) {
+      it->second->OnCallEvent(std::move(*event.mutable_message()));
     }
-    waiter->OnCallEvent(std::move(*event.mutable_message()));
   }
 
   void OnCallDone(relay::v1::CallDone& done) {
@@ -260,7 +268,9 @@ class Shard {
     bool stopping;
     {
       absl::MutexLock lock(&mu_);
-      up_.store(false);
+      if (link_ == link) {
+        up_.store(false);
+      }
       stopping = stopping_;
     }
     // Every call sent on it is lost: the router that held it is gone, or has
@@ -351,15 +361,11 @@ class Shard {
     alarm_ = std::make_unique<grpc::Alarm>();
     alarm_pending_ = true;
     alarm_->Set(absl::ToChronoTime(absl::Now() + wait), [this](bool ok) {
-      bool relink;
-      {
-        absl::MutexLock lock(&mu_);
-        alarm_pending_ = false;
-        relink = ok && !stopping_;
+      if (ok) {
+        return Link();  // clears alarm_pending_ where it publishes the link
       }
-      if (relink) {
-        Link();
-      }
+      absl::MutexLock lock(&mu_);
+      alarm_pending_ = false;
     });
   }
 
@@ -390,6 +396,9 @@ RouterLink::RouterLink(Shard& shard, relay::v1::Router::Stub& stub, const Deferr
   // wait: they fail at once while the link is not up.
   context_.set_wait_for_ready(true);
   stub.async()->Link(&context_, this);
+}
+
+void RouterLink::Start() {
   StartRead(&in_);
   // Writes start outside reactions (any thread may Send): hold the stream
   // open until the read side has ended.

@@ -123,7 +123,9 @@ class GatewayLinkReactor final : public grpc::ServerBidiReactor<GatewayBatch, Ro
 
   void OnWriteDone(bool ok) override { writer_->OnWritten(ok); }
 
-  void OnCancel() override { End(); }
+  // The pending read fails next and ends the link (OnReadDone): finishing
+  // here could race a StartRead of a reaction that is running.
+  void OnCancel() override { writer_->Close(); }
 
   // Reactions may run concurrently (a cancel while a batch is handled), so
   // the link's state is torn down here, after every other reaction: nothing
