@@ -27,6 +27,7 @@ struct GatewayOptions {
   std::vector<std::string> allowed_hosts;
   size_t max_body_bytes = 4 * 1024 * 1024;
   size_t max_tab_message_bytes = 16 * 1024 * 1024;
+  int max_json_depth = 100;
   absl::Duration sse_keepalive = absl::Seconds(15);
   absl::Duration hello_timeout = absl::Seconds(10);
   // Pings every idle_timeout/2; a tab silent for idle_timeout is dropped: two

@@ -16,7 +16,112 @@ std::string DumpJson(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text) {
+bool NestsDeeperThan(absl::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // whatever is escaped cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '[':
+      case '{':
+        if (++depth > max_depth) {
+          return true;
+        }
+        break;
+      case ']':
+      case '}':
+        --depth;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Keeps the scalar value of the top-level "id" member and nothing else.
+class TopLevelIdReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  nlohmann::json id = nullptr;
+
+  bool null() override { return Scalar(nullptr); }
+  bool boolean(bool v) override { return Scalar(v); }
+  bool number_integer(number_integer_t v) override { return Scalar(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Scalar(v); }
+  bool number_float(number_float_t v, const string_t&) override { return Scalar(v); }
+  bool string(string_t& v) override { return Scalar(v); }
+  bool binary(binary_t&) override { return Scalar(nullptr); }
+  bool start_object(std::size_t) override { return Open(); }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t) override { return Open(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& k) override {
+    next_is_id_ = depth_ == 1 && k == "id";
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool Scalar(nlohmann::json value) {
+    if (next_is_id_) {
+      id = std::move(value);
+      next_is_id_ = false;
+    }
+    return true;
+  }
+  bool Open() {
+    next_is_id_ = false;
+    ++depth_;
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool next_is_id_ = false;
+};
+
+}  // namespace
+
+nlohmann::json TopLevelId(absl::string_view text) {
+  TopLevelIdReader reader;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &reader, nlohmann::json::input_format_t::json,
+                            /*strict=*/false);
+  return std::move(reader.id);
+}
+
+RpcFailure TooDeep(absl::string_view text, int max_depth) {
+  nlohmann::json id = TopLevelId(text);
+  if (!IsValidId(id)) {
+    id = nullptr;
+  }
+  return RpcFailure{kParseError,
+                    absl::StrCat("Parse error: JSON nested deeper than ", max_depth,
+                                 " levels; send flatter JSON"),
+                    std::move(id)};
+}
+
+std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text, int max_depth) {
+  if (NestsDeeperThan(text, max_depth)) {
+    return TooDeep(text, max_depth);
+  }
   nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     return RpcFailure{kParseError, "Parse error: the body is not valid JSON", nullptr};

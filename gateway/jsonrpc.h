@@ -37,9 +37,27 @@ struct RpcFailure {
   nlohmann::json id;  // the request's id when it could be read, else null
 };
 
-// Decodes one message (not a batch). Never throws: malformed JSON gives
-// kParseError, a well-formed non-message kInvalidRequest.
-std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text);
+// How deep a peer's JSON may nest (ARCHITECTURE.md "Limits", --max_json_depth).
+inline constexpr int kDefaultMaxJsonDepth = 100;
+
+// Whether text nests arrays and objects deeper than max_depth. One linear scan
+// with no recursion (strings skipped properly): it runs before anything
+// recursive (dump, copies) can see a peer's text.
+bool NestsDeeperThan(absl::string_view text, int max_depth);
+
+// The top-level "id" of a JSON object text, read without building the value
+// (an iterative SAX pass), so that a message refused for its depth can still be
+// answered; null when there is none.
+nlohmann::json TopLevelId(absl::string_view text);
+
+// Decodes one message (not a batch). Never throws: malformed JSON, or JSON
+// nested deeper than max_depth, gives kParseError, a well-formed non-message
+// kInvalidRequest.
+std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text,
+                                                   int max_depth = kDefaultMaxJsonDepth);
+
+// The failure DecodeMessage gives for a message nested too deep.
+RpcFailure TooDeep(absl::string_view text, int max_depth);
 
 // Decodes an already parsed value as one message (used for batch items too).
 std::variant<RpcMessage, RpcFailure> DecodeValue(nlohmann::json value);

@@ -45,6 +45,8 @@ ABSL_FLAG(int, threads, 2, "I/O threads");
 ABSL_FLAG(int64_t, max_body_bytes, 4 * 1024 * 1024, "largest agent request body (413 above)");
 ABSL_FLAG(int64_t, max_tab_message_bytes, 16 * 1024 * 1024,
           "largest tab message (closed with 4413 above)");
+ABSL_FLAG(int, max_json_depth, relay::gateway::kDefaultMaxJsonDepth,
+          "deepest nesting of JSON accepted from agents and tabs");
 ABSL_FLAG(absl::Duration, tab_ping_interval, absl::Seconds(25),
           "WebSocket ping interval; a tab that misses two is dropped");
 ABSL_FLAG(absl::Duration, tab_hello_timeout, absl::Seconds(10), "time for a tab's relay/hello");
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
   gateway::TouchThrottle touches;
   gateway::DispatchOptions dispatch_options;
   dispatch_options.call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  dispatch_options.max_json_depth = std::max(1, absl::GetFlag(FLAGS_max_json_depth));
   dispatch_options.no_tab_message = absl::GetFlag(FLAGS_no_tab_message);
   gateway::McpDispatcher dispatcher(signer, **catalogue, ended, dispatch_options);
 
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   state.options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
   state.options.max_tab_message_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));
+  state.options.max_json_depth = dispatch_options.max_json_depth;
   state.options.tab_idle_timeout = absl::GetFlag(FLAGS_tab_ping_interval) * 2;
   state.options.hello_timeout = absl::GetFlag(FLAGS_tab_hello_timeout);
   state.options.sse_keepalive = absl::GetFlag(FLAGS_sse_keepalive);

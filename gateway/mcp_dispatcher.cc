@@ -134,6 +134,11 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
     decision.action = *std::move(bad);
     return decision;
   }
+  if (NestsDeeperThan(body, options_.max_json_depth)) {
+    RpcFailure failure = TooDeep(body, options_.max_json_depth);
+    decision.action = Json(400, EncodeError(failure.id, failure.code, failure.message));
+    return decision;
+  }
   size_t first = body.find_first_not_of(" \t\r\n");
   if (first != absl::string_view::npos && body[first] == '[') {
     nlohmann::json batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -144,7 +149,7 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
     }
     return HandleBatch(account, headers, std::move(batch));
   }
-  auto decoded = DecodeMessage(body);
+  auto decoded = DecodeMessage(body, options_.max_json_depth);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
     decision.action = Json(400, EncodeError(failure->id, failure->code, failure->message));
     return decision;

@@ -26,6 +26,7 @@ inline constexpr absl::string_view kTabRequestIdPrefix = "relay/";
 struct DispatchOptions {
   std::string no_tab_message = std::string(kDefaultNoTabMessage);
   absl::Duration call_timeout = absl::Seconds(30);
+  int max_json_depth = kDefaultMaxJsonDepth;
   std::string server_name = "mcp-tab-relay";
   std::string server_version = "0.1.0";
 };

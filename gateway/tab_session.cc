@@ -130,7 +130,7 @@ void TabSession::HandleMessage(absl::string_view text) {
 }
 
 void TabSession::HandleHello(absl::string_view text) {
-  auto decoded = DecodeMessage(text);
+  auto decoded = DecodeMessage(text, state_.options.max_json_depth);
   auto* message = std::get_if<RpcMessage>(&decoded);
   const nlohmann::json* ticket = nullptr;
   if (message != nullptr && message->kind == RpcMessage::Kind::kRequest &&
@@ -233,7 +233,7 @@ void TabSession::PostAccepted(uint32_t agents) {
     self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
     // Calls that overtook the acceptance go out now, after the hello's answer.
     for (auto& [call_id, method, params] : std::exchange(self->early_calls_, {})) {
-      self->in_flight_.insert(call_id);
+      self->in_flight_.emplace(call_id, method == "tools/call");
       self->Send(EncodeRequest(call_id, method, params));
     }
     self->state_.metrics.tabs_connected.Add();
@@ -244,7 +244,11 @@ void TabSession::PostAccepted(uint32_t agents) {
 }
 
 void TabSession::HandleLive(absl::string_view text) {
-  auto decoded = DecodeMessage(text);
+  const int max_depth = state_.options.max_json_depth;
+  if (NestsDeeperThan(text, max_depth)) {
+    return RefuseTooDeep(text);
+  }
+  auto decoded = DecodeMessage(text, max_depth);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
     if (!failure->id.is_null()) {
       Send(EncodeError(failure->id, failure->code, failure->message));
@@ -278,6 +282,37 @@ void TabSession::HandleLive(absl::string_view text) {
     case RpcMessage::Kind::kNotification:
       HandleNotification(message);
       return;
+  }
+}
+
+void TabSession::RefuseTooDeep(absl::string_view text) {
+  // The message is refused, the tab stays: an answer to a call in flight
+  // ends that call with an error its agent can read; a request is answered
+  // with the parse error; anything else is dropped.
+  RpcFailure failure = TooDeep(text, state_.options.max_json_depth);
+  common::LogWarn("tab message nested too deep; refused", {{"tab", tab_id_}});
+  if (failure.id.is_number_unsigned()) {
+    auto it = in_flight_.find(failure.id.get<uint64_t>());
+    if (it != in_flight_.end()) {
+      uint64_t call_id = it->first;
+      bool is_tool_call = it->second;
+      in_flight_.erase(it);
+      std::string why = absl::StrCat("The editor's answer was nested deeper than ",
+                                     state_.options.max_json_depth,
+                                     " levels and could not be passed on.");
+      if (is_tool_call) {
+        nlohmann::json result = {{"content", {{{"type", "text"}, {"text", why}}}},
+                                 {"isError", true}};
+        Reply(call_id, /*is_error=*/false, DumpJson(result));
+      } else {
+        Reply(call_id, /*is_error=*/true,
+              DumpJson(nlohmann::json{{"code", kInternalError}, {"message", why}}));
+      }
+      return;
+    }
+  }
+  if (!failure.id.is_null()) {
+    Send(EncodeError(failure.id, failure.code, failure.message));
   }
 }
 
@@ -412,7 +447,7 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
                   R"({"code":-32603,"message":"the editor is disconnecting"})");
       return;
     }
-    self->in_flight_.insert(call_id);
+    self->in_flight_.emplace(call_id, method == "tools/call");
     self->Send(EncodeRequest(call_id, method, params));
   });
 }

@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "gateway/auth_client.h"
 #include "gateway/gateway_state.h"
@@ -56,6 +57,8 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void HandleHello(absl::string_view text);
   void OnRedeemed(AuthVerdict verdict);
   void HandleLive(absl::string_view text);
+  // A message nested deeper than --max_json_depth.
+  void RefuseTooDeep(absl::string_view text);
   void HandleNotification(RpcMessage& message);
   void HandleRequestToAgent(RpcMessage& message);
   // TabUp for this tab, to its account's shard.
@@ -98,7 +101,8 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   };
   Announcement announcement_;
   std::string hello_id_;  // the hello's id, as JSON text
-  absl::flat_hash_set<uint64_t> in_flight_;
+  // Calls sent to the tab and not answered: call id -> whether it is tools/call.
+  absl::flat_hash_map<uint64_t, bool> in_flight_;
   std::vector<std::tuple<uint64_t, std::string, std::string>> early_calls_;
 };
 

@@ -99,3 +99,31 @@ TEST(Encode, InvalidUtf8FromAPeerDoesNotThrow) {
 
 }  // namespace
 }  // namespace relay::gateway
+
+namespace relay::gateway {
+namespace {
+
+TEST(JsonDepthTest, CountsNestingOutsideStringsOnly) {
+  EXPECT_FALSE(NestsDeeperThan(R"({"a":[1,{"b":[]}]})", 4));
+  EXPECT_TRUE(NestsDeeperThan(R"({"a":[1,{"b":[]}]})", 3));
+  // Brackets inside strings, escaped quotes included, do not count.
+  EXPECT_FALSE(NestsDeeperThan(R"({"a":"[[[[\"[[[["})", 1));
+  std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  EXPECT_TRUE(NestsDeeperThan(deep, 100));
+  EXPECT_FALSE(NestsDeeperThan(std::string(100, '[') + std::string(100, ']'), 100));
+}
+
+TEST(JsonDepthTest, ATooDeepMessageIsAParseErrorThatKeepsItsTopLevelId) {
+  std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  auto decoded = DecodeMessage(R"({"jsonrpc":"2.0","id":42,"method":"x","params":)" + deep + "}");
+  auto* failure = std::get_if<RpcFailure>(&decoded);
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(failure->code, kParseError);
+  EXPECT_EQ(failure->id, 42);
+  // The id after the deep part, and an id nested below the top level.
+  EXPECT_EQ(TopLevelId(R"({"result":)" + deep + R"(,"id":"abc"})"), "abc");
+  EXPECT_TRUE(TopLevelId(R"({"params":{"id":7}})").is_null());
+}
+
+}  // namespace
+}  // namespace relay::gateway

@@ -152,7 +152,7 @@ export const defaultCatalogue = {
 };
 
 // The whole relay: host API, authsvc, router(s), gateway(s).
-export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue } = {}) {
+export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], routerArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'relay-e2e-'));
   const relayKeyFile = join(dir, 'relay.key');
   const secretFile = join(dir, 'session.secret');
@@ -197,7 +197,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     stack.authsvcPort = await stack.authsvc.listeningPort();
 
     for (let i = 0; i < routers; i++) {
-      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0']);
+      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...routerArgs]);
       stack.procs.push(router);
       router.port = await router.listeningPort();
       const metrics = await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'router metrics port');

@@ -1,0 +1,118 @@
+// ARCHITECTURE.md "Limits: bounded everything", through the real path: what the client that
+// hits a limit gets, and that other accounts go on unaffected. Agents on gateway 2, tabs on 1.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack } from './lib/stack.mjs';
+import { ScriptedTab } from './lib/tab.mjs';
+import { RawAgent } from './lib/agent.mjs';
+
+let stack, gwTabs, gwAgents;
+before(async () => {
+  stack = await startStack({
+    gateways: 2,
+    users: ['alice', 'bob', 'carol'],
+    routerArgs: ['--max_inflight_per_account=3'],
+  });
+  [gwTabs, gwAgents] = stack.gateways;
+});
+after(async () => { await stack?.stop(); });
+
+async function tabFor(user) {
+  const tab = new ScriptedTab(gwTabs.wsUrl);
+  await tab.hello(await stack.ticket(user));
+  return tab;
+}
+
+async function agentFor(user) {
+  const agent = new RawAgent(gwAgents.url, await stack.mintToken(user));
+  await agent.initialize();
+  return agent;
+}
+
+const deep = (levels) => '['.repeat(levels) + ']'.repeat(levels);
+const ok = { content: [{ type: 'text', text: 'ok' }] };
+
+test('an agent request nested 200,000 deep gets 400 with a parse error; the gateway goes on', async () => {
+  const tab = await tabFor('alice');
+  tab.handlers['tools/call'] = async () => ok;
+  const agent = await agentFor('alice');
+  const body = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_view","arguments":{"x":${deep(200000)}}}}`;
+  const res = await agent.post(body);
+  assert.equal(res.status, 400);
+  const answer = await res.json();
+  assert.equal(answer.error.code, -32700);
+  assert.match(answer.error.message, /nested deeper than 100 levels/);
+  assert.equal(answer.id, 5);
+  // A batch as deep, too.
+  assert.equal((await agent.post(`[${deep(200000)}]`)).status, 400);
+  const { message } = await agent.callTool('get_view');
+  assert.equal(message.result.content[0].text, 'ok');
+  tab.close();
+});
+
+test("a tab's answer nested 200,000 deep ends its call with a tool error; the tab stays and answers the next", async () => {
+  const tab = await tabFor('bob');
+  let first = true;
+  tab.handlers['tools/call'] = async (params, message) => {
+    if (!first) return ok;
+    first = false;
+    tab.send(`{"jsonrpc":"2.0","id":${message.id},"result":{"content":${deep(200000)}}}`);
+    return undefined;
+  };
+  const agent = await agentFor('bob');
+  const refused = await agent.callTool('get_view');
+  assert.equal(refused.message.result.isError, true);
+  assert.match(refused.message.result.content[0].text, /nested deeper than 100 levels/);
+  // A notification as deep is dropped; the tab is still on.
+  tab.send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":${deep(200000)}}}`);
+  const { message } = await agent.callTool('get_view');
+  assert.equal(message.result.content[0].text, 'ok');
+  assert.equal(tab.closeCode, undefined);
+  tab.close();
+});
+
+test("a 6 MiB tab answer reaches its agent while another account's calls go on", async () => {
+  const big = { content: [{ type: 'text', text: 'x'.repeat(6 * 1024 * 1024) }] };
+  const aliceTab = await tabFor('alice');
+  aliceTab.handlers['tools/call'] = async () => big;
+  const carolTab = await tabFor('carol');
+  carolTab.handlers['tools/call'] = async () => ok;
+  const alice = await agentFor('alice');
+  const carol = await agentFor('carol');
+  const bigCall = alice.callTool('get_view');
+  // One after the other (this stack allows 3 calls in flight per account).
+  for (let i = 0; i < 20; i++) {
+    assert.equal((await carol.callTool('get_view')).message.result.content[0].text, 'ok');
+  }
+  const { message } = await bigCall;
+  assert.equal(message.result.content[0].text.length, 6 * 1024 * 1024);
+  // The link survived: both accounts still work.
+  assert.equal((await carol.callTool('get_view')).message.result.content[0].text, 'ok');
+  aliceTab.handlers['tools/call'] = async () => ok;
+  assert.equal((await alice.callTool('get_view')).message.result.content[0].text, 'ok');
+  aliceTab.close();
+  carolTab.close();
+});
+
+test('calls in flight per account are bounded: the one over gets a tool error that says so; others are unaffected', async () => {
+  const tab = await tabFor('alice');
+  const waiting = [];
+  tab.handlers['tools/call'] = () => new Promise((resolve) => waiting.push(resolve));
+  const carolTab = await tabFor('carol');
+  carolTab.handlers['tools/call'] = async () => ok;
+  const agent = await agentFor('alice');
+  const held = [agent.callTool('get_view'), agent.callTool('get_view'), agent.callTool('get_view')];
+  while (waiting.length < 3) await new Promise((r) => setTimeout(r, 10));
+  const over = await agent.callTool('get_view');
+  assert.equal(over.message.result.isError, true);
+  assert.match(over.message.result.content[0].text, /Too many requests are waiting/);
+  const carol = await agentFor('carol');
+  assert.equal((await carol.callTool('get_view')).message.result.content[0].text, 'ok');
+  for (const resolve of waiting) resolve(ok);
+  for (const { message } of await Promise.all(held)) assert.equal(message.result.content[0].text, 'ok');
+  // Room again.
+  tab.handlers['tools/call'] = async () => ok;
+  assert.equal((await agent.callTool('get_view')).message.result.content[0].text, 'ok');
+  tab.close();
+  carolTab.close();
+});
