@@ -16,6 +16,14 @@ std::string GatewayState::RenderMetrics() const {
            "reason=\"locked_out\"");
   text.Add("relay_gateway_auth_refusals_total", "", "counter", metrics.auth_unavailable.value(),
            "reason=\"unavailable\"");
+  text.Add("relay_gateway_connections", "Open HTTP and tab connections.", "gauge",
+           static_cast<double>(connections.load()));
+  text.Add("relay_gateway_connections_refused_total",
+           "Connections closed at once because --max_connections were open.", "counter",
+           metrics.connections_refused.value());
+  text.Add("relay_gateway_accept_errors_total",
+           "Failed accepts (out of file descriptors, ...); the listener backs off.", "counter",
+           metrics.accept_errors.value());
   text.Add("relay_gateway_forwards_total", "Agent requests forwarded to a tab.", "counter",
            metrics.forwards.value());
   static constexpr const char* kOutcomes[ForwardOutcome::kKinds] = {

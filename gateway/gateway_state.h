@@ -1,7 +1,10 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,30 @@ class EndedSessions;
 class TouchThrottle;
 class TrustedProxies;
 
+// One open connection of the gateway, counted for --max_connections while the
+// object lives; moved from the HTTP session to the tab session on an upgrade.
+class ConnectionSlot {
+ public:
+  ConnectionSlot() = default;
+  explicit ConnectionSlot(std::atomic<int64_t>* count) : count_(count) { count_->fetch_add(1); }
+  ConnectionSlot(ConnectionSlot&& other) noexcept : count_(std::exchange(other.count_, nullptr)) {}
+  ConnectionSlot& operator=(ConnectionSlot&& other) noexcept {
+    Release();
+    count_ = std::exchange(other.count_, nullptr);
+    return *this;
+  }
+  ~ConnectionSlot() { Release(); }
+
+ private:
+  void Release() {
+    if (count_ != nullptr) {
+      count_->fetch_sub(1);
+      count_ = nullptr;
+    }
+  }
+  std::atomic<int64_t>* count_ = nullptr;
+};
+
 struct GatewayOptions {
   std::string mcp_path = "/mcp";
   std::vector<std::string> allowed_origins;
@@ -28,6 +55,12 @@ struct GatewayOptions {
   size_t max_body_bytes = 4 * 1024 * 1024;
   size_t max_tab_message_bytes = 16 * 1024 * 1024;
   int max_json_depth = 100;
+  int64_t max_connections = 100000;
+  // A new connection's request header, and any header once its first byte is
+  // in, must arrive within header_timeout; a keep-alive connection may idle
+  // between requests for idle_timeout.
+  absl::Duration header_timeout = absl::Seconds(10);
+  absl::Duration idle_timeout = absl::Seconds(120);
   absl::Duration sse_keepalive = absl::Seconds(15);
   absl::Duration hello_timeout = absl::Seconds(10);
   // Pings every idle_timeout/2; a tab silent for idle_timeout is dropped: two
@@ -45,6 +78,8 @@ struct GatewayMetrics {
   common::Counter forward_outcomes[ForwardOutcome::kKinds];  // by ForwardOutcome::Kind
   common::Counter tabs_connected;
   common::Counter tabs_disconnected;
+  common::Counter connections_refused;  // over --max_connections
+  common::Counter accept_errors;        // e.g. out of file descriptors
 };
 
 // What every session of the gateway shares (Beast's "shared_state"). Built in
@@ -61,6 +96,7 @@ struct GatewayState {
   const TrustedProxies* proxies = nullptr;
   const McpDispatcher* dispatcher = nullptr;
   GatewayMetrics metrics;
+  std::atomic<int64_t> connections{0};  // open HTTP and tab connections
 
   std::string RenderMetrics() const;
 

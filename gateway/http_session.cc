@@ -27,7 +27,6 @@ namespace websocket = beast::websocket;
 
 namespace {
 
-constexpr auto kIdleTimeout = std::chrono::seconds(120);
 // A forwarded call starts watching for its agent going away after this.
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
 constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
@@ -55,7 +54,8 @@ absl::string_view Reason(int status) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
-    : stream_(std::move(socket)), state_(state), keepalive_timer_(stream_.get_executor()),
+    : stream_(std::move(socket)), state_(state), slot_(&state.connections),
+      keepalive_timer_(stream_.get_executor()),
       call_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
@@ -77,7 +77,27 @@ void HttpSession::DoReadHeader() {
   sse_ = false;
   plan_.reset();
   call_ref_ = 0;
-  stream_.expires_after(kIdleTimeout);
+  if (buffer_.size() > 0) {
+    return ReadHeaderBytes();  // pipelined: the next request is already here
+  }
+  // Nothing yet: wait for the first bytes, a keep-alive connection for
+  // --idle_timeout, a new one only for --header_timeout.
+  stream_.expires_after(absl::ToChronoMilliseconds(
+      std::exchange(first_request_, false) ? state_.options.header_timeout
+                                           : state_.options.idle_timeout));
+  stream_.async_read_some(
+      buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t bytes) {
+        if (ec) {
+          return self->Close();  // gone, or idle too long: nothing to answer
+        }
+        self->buffer_.commit(bytes);
+        self->ReadHeaderBytes();
+      });
+}
+
+void HttpSession::ReadHeaderBytes() {
+  // However slowly the rest comes, the whole header has --header_timeout.
+  stream_.expires_after(absl::ToChronoMilliseconds(state_.options.header_timeout));
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&HttpSession::OnReadHeader,
                                                     shared_from_this()));
@@ -145,7 +165,8 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
     }
     stream_.expires_never();
     phase_ = Phase::kClosed;
-    std::make_shared<TabSession>(std::move(stream_), state_)->Run(parser_->release());
+    std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
+        ->Run(parser_->release());
     return;
   }
   if (origin && !state_.IsAllowedOrigin(*origin)) {
@@ -770,7 +791,12 @@ void HttpSession::Close() {
 }
 
 void HttpSession::Drain() {
-  stream_.expires_after(std::chrono::seconds(2));
+  // One deadline for the whole drain, not one per read: a client that keeps
+  // sending cannot hold the connection.
+  if (drain_until_ == std::chrono::steady_clock::time_point{}) {
+    drain_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  }
+  stream_.expires_at(drain_until_);
   buffer_.consume(buffer_.size());
   stream_.async_read_some(buffer_.prepare(64 * 1024),
                           [self = shared_from_this()](beast::error_code ec, size_t) {

@@ -52,6 +52,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>, public Cal
   enum class Then { kNothing, kReadNext, kClose };
 
   void DoReadHeader();
+  // The header, once its first bytes are in (or were already buffered).
+  void ReadHeaderBytes();
   void OnReadHeader(boost::beast::error_code ec, size_t bytes);
   void ServeOperator(absl::string_view path);
   void OnVerified(AuthVerdict verdict);
@@ -101,6 +103,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>, public Cal
 
   boost::beast::tcp_stream stream_;
   GatewayState& state_;
+  ConnectionSlot slot_;
+  bool first_request_ = true;
+  std::chrono::steady_clock::time_point drain_until_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   boost::asio::steady_timer keepalive_timer_;

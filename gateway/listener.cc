@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "gateway/http_session.h"
 
 namespace relay::gateway {
@@ -13,7 +14,8 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 Listener::Listener(asio::io_context& io, GatewayState& state)
-    : io_(io), acceptor_(asio::make_strand(io)), state_(state) {}
+    : io_(io), acceptor_(asio::make_strand(io)), backoff_timer_(acceptor_.get_executor()),
+      state_(state) {}
 
 absl::StatusOr<std::shared_ptr<Listener>> Listener::Create(asio::io_context& io,
                                                            const std::string& listen,
@@ -57,6 +59,7 @@ void Listener::Stop() {
   asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
     boost::system::error_code ec;
     self->acceptor_.close(ec);
+    self->backoff_timer_.cancel();
   });
 }
 
@@ -70,10 +73,35 @@ void Listener::DoAccept() {
 }
 
 void Listener::OnAccept(boost::system::error_code ec, tcp::socket socket) {
-  if (ec == asio::error::operation_aborted) {
+  if (ec == asio::error::operation_aborted || !acceptor_.is_open()) {
     return;  // stopped
   }
-  if (!ec) {
+  if (ec) {
+    // Out of file descriptors (or another resource): retrying at once would
+    // fail at once and spin a core. Back off, 10 ms doubling to 1 s.
+    state_.metrics.accept_errors.Add();
+    backoff_ = std::min(std::chrono::milliseconds(1000),
+                        backoff_ == std::chrono::milliseconds(0) ? std::chrono::milliseconds(10)
+                                                                 : backoff_ * 2);
+    if (backoff_ >= std::chrono::milliseconds(1000) || backoff_ == std::chrono::milliseconds(10)) {
+      common::LogWarn("accept failed; backing off",
+                      {{"error", ec.message()}, {"backoff_ms", static_cast<int64_t>(backoff_.count())}});
+    }
+    backoff_timer_.expires_after(backoff_);
+    backoff_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) {
+        self->DoAccept();
+      }
+    });
+    return;
+  }
+  backoff_ = std::chrono::milliseconds(0);
+  if (state_.connections.load() >= state_.options.max_connections) {
+    // Over the cap: closed at once, the client may retry elsewhere.
+    state_.metrics.connections_refused.Add();
+    boost::system::error_code ignored;
+    socket.close(ignored);
+  } else {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     std::make_shared<HttpSession>(std::move(socket), state_)->Run();

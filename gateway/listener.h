@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "absl/status/statusor.h"
 #include "gateway/gateway_state.h"
@@ -28,6 +29,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer backoff_timer_;
+  std::chrono::milliseconds backoff_{0};
   GatewayState& state_;
 };
 

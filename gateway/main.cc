@@ -45,6 +45,12 @@ ABSL_FLAG(int, threads, 2, "I/O threads");
 ABSL_FLAG(int64_t, max_body_bytes, 4 * 1024 * 1024, "largest agent request body (413 above)");
 ABSL_FLAG(int64_t, max_tab_message_bytes, 16 * 1024 * 1024,
           "largest tab message (closed with 4413 above)");
+ABSL_FLAG(int64_t, max_connections, 100000,
+          "open connections (agents and tabs); beyond, new ones are closed at once");
+ABSL_FLAG(absl::Duration, header_timeout, absl::Seconds(10),
+          "time for a request's header (and a new connection's first request)");
+ABSL_FLAG(absl::Duration, idle_timeout, absl::Seconds(120),
+          "an idle keep-alive connection is closed after this");
 ABSL_FLAG(int, max_json_depth, relay::gateway::kDefaultMaxJsonDepth,
           "deepest nesting of JSON accepted from agents and tabs");
 ABSL_FLAG(absl::Duration, tab_ping_interval, absl::Seconds(25),
@@ -96,6 +102,9 @@ int main(int argc, char** argv) {
   state.options.max_tab_message_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));
   state.options.max_json_depth = dispatch_options.max_json_depth;
+  state.options.max_connections = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_connections));
+  state.options.header_timeout = absl::GetFlag(FLAGS_header_timeout);
+  state.options.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   state.options.tab_idle_timeout = absl::GetFlag(FLAGS_tab_ping_interval) * 2;
   state.options.hello_timeout = absl::GetFlag(FLAGS_tab_hello_timeout);
   state.options.sse_keepalive = absl::GetFlag(FLAGS_sse_keepalive);

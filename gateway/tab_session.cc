@@ -36,8 +36,9 @@ constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
 }  // namespace
 
-TabSession::TabSession(beast::tcp_stream&& stream, GatewayState& state)
-    : ws_(std::move(stream)), state_(state), hello_timer_(ws_.get_executor()) {}
+TabSession::TabSession(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot)
+    : ws_(std::move(stream)), state_(state), slot_(std::move(slot)),
+      hello_timer_(ws_.get_executor()) {}
 
 void TabSession::Run(http::request<http::string_body> upgrade) {
   // Timeouts move from the TCP stream to the WebSocket's own (with pings).

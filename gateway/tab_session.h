@@ -29,7 +29,7 @@ namespace relay::gateway {
 // post to the strand. Lives as long as its pending operations.
 class TabSession : public std::enable_shared_from_this<TabSession> {
  public:
-  TabSession(boost::beast::tcp_stream&& stream, GatewayState& state);
+  TabSession(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot);
 
   // Completes the upgrade the HTTP session read.
   void Run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
@@ -76,6 +76,7 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
 
   boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
   GatewayState& state_;
+  ConnectionSlot slot_;
   boost::asio::steady_timer hello_timer_;
   boost::beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;

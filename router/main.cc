@@ -16,6 +16,8 @@
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7001", "address:port to serve gRPC on");
 ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
+ABSL_FLAG(int64_t, max_sessions_per_account, 256,
+          "session records per account; the least recently seen is forgotten beyond (its id stays valid)");
 ABSL_FLAG(int64_t, max_inflight_per_account, 256,
           "calls in flight per account; beyond, a call fails at once with a reason");
 
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   router::RouterCoreOptions options;
   options.max_inflight_per_account =
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_inflight_per_account)));
+  options.sessions.max_sessions_per_account =
+      static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_sessions_per_account)));
   router::RouterHub state(options);
   router::RouterService service(state);
   router::RouterAdminService admin(state);

@@ -40,6 +40,12 @@ uint32_t SessionTable::CountLocked(const std::string& account, absl::Time now) c
 
 SessionTable::Session& SessionTable::Upsert(const std::string& session, const std::string& account,
                                             absl::Time now) {
+  if (!sessions_.contains(session)) {
+    auto ids = by_account_.find(account);
+    if (ids != by_account_.end() && ids->second.size() >= options_.max_sessions_per_account) {
+      ForgetOldest(account);
+    }
+  }
   auto [it, inserted] = sessions_.try_emplace(session);
   if (inserted) {
     it->second.account = account;
@@ -47,6 +53,27 @@ SessionTable::Session& SessionTable::Upsert(const std::string& session, const st
   }
   it->second.last_seen = now;
   return it->second;
+}
+
+void SessionTable::ForgetOldest(const std::string& account) {
+  auto ids = by_account_.find(account);
+  const std::string* oldest = nullptr;
+  for (const std::string& id : ids->second) {
+    const Session& s = sessions_.at(id);
+    if (oldest == nullptr) {
+      oldest = &id;
+      continue;
+    }
+    const Session& o = sessions_.at(*oldest);
+    // Records with a stream go last: their stream would lose its events.
+    if (std::make_tuple(s.stream.has_value(), s.last_seen) <
+        std::make_tuple(o.stream.has_value(), o.last_seen)) {
+      oldest = &id;
+    }
+  }
+  std::string victim = *oldest;
+  ids->second.erase(victim);
+  sessions_.erase(victim);
 }
 
 void SessionTable::ReportChange(const std::string& account, absl::Time now,
@@ -196,6 +223,9 @@ void SessionTable::Subscribe(const std::string& session, const std::string& acco
   }
   Session& s = Upsert(session, account, now);
   if (on) {
+    if (s.subscriptions.size() >= options_.max_subscriptions) {
+      return;  // bounded; the agent was already answered (the gateway answers at once)
+    }
     s.subscriptions.insert(uri);
   } else {
     s.subscriptions.erase(uri);
@@ -214,7 +244,10 @@ void SessionTable::SetLogLevel(const std::string& session, const std::string& ac
 std::optional<StreamDelivery> SessionTable::Append(Session& s, const std::string& message) {
   uint64_t id = s.next_event_id++;
   s.replay.emplace_back(id, message);
-  if (s.replay.size() > options_.replay_events) {
+  s.replay_bytes += message.size();
+  while (s.replay.size() > options_.replay_events ||
+         (s.replay_bytes > options_.replay_bytes && s.replay.size() > 1)) {
+    s.replay_bytes -= s.replay.front().second.size();
     s.replay.pop_front();
   }
   if (!s.stream) {

@@ -34,6 +34,11 @@ struct SessionTableOptions {
   absl::Duration active_window = absl::Seconds(60);  // counts as an agent this long after a request
   absl::Duration forget_after = absl::Hours(1);       // idle records are dropped (ids stay valid)
   size_t replay_events = 256;                         // per session, for Last-Event-ID
+  size_t replay_bytes = 1 << 20;                      // per session, whichever bound comes first
+  // Records per account; beyond, the least recently seen is forgotten (its id
+  // stays valid and its record comes back on its next request).
+  size_t max_sessions_per_account = 256;
+  size_t max_subscriptions = 1000;  // per session; more are ignored
 };
 
 // The agent sessions of the accounts on this shard: who counts as a connected
@@ -107,10 +112,14 @@ class SessionTable {
     std::string pending_line;
     uint64_t next_event_id = 1;
     std::deque<std::pair<uint64_t, std::string>> replay;
+    size_t replay_bytes = 0;
   };
 
   Session& Upsert(const std::string& session, const std::string& account, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the account's least recently seen record (one without a stream if
+  // there is one).
+  void ForgetOldest(const std::string& account) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Counts(const Session& s, absl::Time now) const;
   // Adds account to out when its count differs from the last one reported.
   void ReportChange(const std::string& account, absl::Time now, std::vector<std::string>& out)

@@ -2,18 +2,23 @@
 // hits a limit gets, and that other accounts go on unaffected. Agents on gateway 2, tabs on 1.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack } from './lib/stack.mjs';
+import net from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startStack, startProcess, binDir, waitUntil } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 
-let stack, gwTabs, gwAgents;
+let stack, gwTabs, gwAgents, gwSmall;
 before(async () => {
   stack = await startStack({
-    gateways: 2,
+    gateways: 3,
     users: ['alice', 'bob', 'carol'],
     routerArgs: ['--max_inflight_per_account=3'],
+    // The third gateway: few connections, short header and idle times.
+    gatewayArgs: (i) => (i === 2 ? ['--max_connections=8', '--header_timeout=1s', '--idle_timeout=2s'] : []),
   });
-  [gwTabs, gwAgents] = stack.gateways;
+  [gwTabs, gwAgents, gwSmall] = stack.gateways;
 });
 after(async () => { await stack?.stop(); });
 
@@ -115,4 +120,70 @@ test('calls in flight per account are bounded: the one over gets a tool error th
   assert.equal((await agent.callTool('get_view')).message.result.content[0].text, 'ok');
   tab.close();
   carolTab.close();
+});
+
+// A raw TCP connection; resolves once connected. ended resolves when the gateway ends it.
+function connect(port) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+    socket.on('error', reject);
+    socket.ended = new Promise((done) => socket.on('close', done));
+    socket.resume();
+  });
+}
+
+test('slowloris: a header trickled in is cut off at --header_timeout, whatever keeps arriving', async () => {
+  const socket = await connect(gwSmall.port);
+  socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+  let closed = false;
+  socket.ended.then(() => { closed = true; });
+  // One header line every 100 ms for up to 10 s: far longer than the 1 s allowed.
+  for (let i = 0; i < 100 && !closed; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    if (!closed) socket.write(`X-Slow-${i}: ${'y'.repeat(10)}\r\n`);
+  }
+  assert.ok(closed, 'the gateway closed the trickling connection');
+  // A new connection that says nothing is closed too.
+  const silent = await connect(gwSmall.port);
+  await silent.ended;
+});
+
+test('the connection cap: over --max_connections a connection is closed at once; below it, served', async () => {
+  const held = [];
+  for (let i = 0; i < 8; i++) held.push(await connect(gwSmall.port));
+  const over = await connect(gwSmall.port);
+  let heldClosed = false;
+  Promise.race(held.map((s) => s.ended)).then(() => { heldClosed = true; });
+  await over.ended;
+  assert.equal(heldClosed, false, 'the ninth was closed before any of the eight timed out');
+  for (const s of held) s.destroy();
+  await waitUntil(async () => (await fetch(`http://127.0.0.1:${gwSmall.port}/healthz`)).status === 200, 'served again');
+});
+
+test('out of file descriptors: the gateway backs off instead of spinning, and serves again', async () => {
+  // A gateway allowed 64 descriptors; 100 connections exhaust them.
+  const gw = startProcess('gateway-fd', 'prlimit', ['--nofile=64:64', join(binDir, 'relay-gateway'),
+    '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
+    `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`]);
+  try {
+    const port = await gw.listeningPort();
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 'fd gateway ready');
+    const cpu = () => {
+      const f = readFileSync(`/proc/${gw.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(f[11]) + Number(f[12])) / 100;
+    };
+    const sockets = [];
+    for (let i = 0; i < 100; i++) sockets.push(await connect(port).catch(() => null));
+    const before = cpu();
+    await new Promise((r) => setTimeout(r, 2000));
+    const used = cpu() - before;
+    // Spinning on accept would use about the whole 2 s of a core.
+    assert.ok(used < 0.5, `the gateway used ${used.toFixed(2)} s of CPU in 2 s while out of descriptors`);
+    for (const s of sockets) s?.destroy();
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'served again');
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.ok(Number(/relay_gateway_accept_errors_total (\d+)/.exec(metrics)[1]) > 0);
+  } finally {
+    await gw.stop();
+  }
 });

@@ -98,3 +98,58 @@ TEST_F(SessionTableTest, ALinkEndingClosesItsStreams) {
 
 }  // namespace
 }  // namespace relay::router
+
+namespace relay::router {
+namespace {
+
+TEST(SessionTableLimitsTest, AnAccountKeepsAtMostItsSessionRecordsForgettingTheLeastRecent) {
+  SessionTableOptions options;
+  options.max_sessions_per_account = 3;
+  SessionTable table(options);
+  absl::Time t0 = absl::FromUnixSeconds(1000000);
+  std::vector<std::string> changed;
+  table.OpenStream("streaming", "alice", StreamRef{1, 1}, 0, t0, &changed);
+  for (int i = 0; i < 10; ++i) {
+    table.Touch("s" + std::to_string(i), "alice", t0 + absl::Seconds(i + 1));
+  }
+  table.Touch("b1", "bob", t0);
+  // Three records for alice: the stream's and the two most recent; bob untouched.
+  auto alice = table.List("alice", t0 + absl::Seconds(20));
+  ASSERT_EQ(alice.size(), 3u);
+  EXPECT_EQ(alice[0].session, "s8");
+  EXPECT_EQ(alice[1].session, "s9");
+  EXPECT_EQ(alice[2].session, "streaming");
+  EXPECT_EQ(table.List("bob", t0).size(), 1u);
+}
+
+TEST(SessionTableLimitsTest, SubscriptionsPerSessionAreBounded) {
+  SessionTableOptions options;
+  options.max_subscriptions = 2;
+  SessionTable table(options);
+  absl::Time t0 = absl::FromUnixSeconds(1000000);
+  for (const char* uri : {"a", "b", "c"}) {
+    table.Subscribe("s1", "alice", uri, true, t0);
+  }
+  EXPECT_EQ(table.List("alice", t0)[0].subscriptions, 2u);
+  EXPECT_TRUE(table.ToSubscribers("alice", "c", "m").empty());
+}
+
+TEST(SessionTableLimitsTest, TheReplayBufferIsBoundedInBytes) {
+  SessionTableOptions options;
+  options.replay_bytes = 1000;
+  SessionTable table(options);
+  absl::Time t0 = absl::FromUnixSeconds(1000000);
+  table.Touch("s1", "alice", t0);
+  for (int i = 0; i < 10; ++i) {
+    table.Broadcast("alice", std::string(300, 'x'));
+  }
+  std::vector<std::string> changed;
+  auto replay = table.OpenStream("s1", "alice", StreamRef{1, 1}, 1, t0, &changed);
+  // 1000 bytes hold three 300-byte events: the last three.
+  ASSERT_EQ(replay.size(), 3u);
+  EXPECT_EQ(replay[0].event_id, 8u);
+  EXPECT_EQ(replay[2].event_id, 10u);
+}
+
+}  // namespace
+}  // namespace relay::router
