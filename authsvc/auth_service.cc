@@ -55,7 +55,7 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
   cache_.Verify(common::Sha256Hex(request->token()), fetch,
                 [this, reactor, response](const VerifyCache::Result& answer) {
                   if (!answer.ok()) {
-                    upstream_failures_.Add();
+                    CountFailure(answer.status());
                     reactor->Finish(UpstreamFailure(answer.status()));
                     return;
                   }
@@ -85,7 +85,7 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
   host_api_.Post("agent/redeem", body.dump(), [this, reactor, response](absl::StatusOr<HostReply> reply) {
     auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
     if (!answer.ok()) {
-      upstream_failures_.Add();
+      CountFailure(answer.status());
       reactor->Finish(UpstreamFailure(answer.status()));
       return;
     }
@@ -99,6 +99,14 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
   return reactor;
 }
 
+void AuthService::CountFailure(const absl::Status& status) {
+  if (absl::IsResourceExhausted(status)) {
+    upstream_refused_.Add();  // --max_pending_upstream: never sent
+  } else {
+    upstream_failures_.Add();
+  }
+}
+
 std::string AuthService::RenderMetrics() const {
   common::MetricsText text;
   text.Add("relay_authsvc_verify_requests_total", "VerifyToken calls.", "counter",
@@ -109,6 +117,9 @@ std::string AuthService::RenderMetrics() const {
            upstream_requests_.value());
   text.Add("relay_authsvc_upstream_failures_total",
            "Host API requests that got no usable answer.", "counter", upstream_failures_.value());
+  text.Add("relay_authsvc_upstream_refused_total",
+           "Verifications refused at once because --max_pending_upstream requests waited.",
+           "counter", upstream_refused_.value());
   return text.str();
 }
 

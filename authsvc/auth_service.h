@@ -41,6 +41,7 @@ class AuthService final : public relay::v1::Auth::CallbackService {
 
  private:
   void Publish(const relay::v1::Revocation& revocation) ABSL_LOCKS_EXCLUDED(watchers_mu_);
+  void CountFailure(const absl::Status& status);
   friend class Watcher;
   void RemoveWatcher(Watcher* watcher) ABSL_LOCKS_EXCLUDED(watchers_mu_);
 
@@ -52,6 +53,7 @@ class AuthService final : public relay::v1::Auth::CallbackService {
   common::Counter redeem_requests_;
   common::Counter upstream_requests_;
   common::Counter upstream_failures_;
+  common::Counter upstream_refused_;
 };
 
 }  // namespace relay::authsvc

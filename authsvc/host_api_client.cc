@@ -113,6 +113,9 @@ class Pool : public HostApi {
     } else if (busy_ < options_.max_connections) {
       ++busy_;
       std::make_shared<Connection>(strand_, *this)->Run(std::move(job));
+    } else if (waiting_.size() >= options_.max_pending) {
+      job.done(absl::ResourceExhaustedError(
+          "too many requests are waiting for the host API (--max_pending_upstream)"));
     } else {
       waiting_.push_back(std::move(job));
     }

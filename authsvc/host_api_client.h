@@ -36,10 +36,14 @@ struct HostApiOptions {
   std::string relay_key;
   absl::Duration timeout = absl::Seconds(2);
   int max_connections = 16;
+  // Requests waiting for a free connection; beyond, a request fails at once
+  // (UNAVAILABLE: the gateway answers 503) instead of queueing without bound.
+  size_t max_pending = 1024;
 };
 
 // The Boost.Beast implementation: a keep-alive connection pool with bounded
-// concurrency; requests beyond max_connections wait in a queue.
+// concurrency; requests beyond max_connections wait in a queue of at most
+// max_pending.
 absl::StatusOr<std::unique_ptr<HostApi>> NewHostApiClient(boost::asio::io_context& io,
                                                           HostApiOptions options);
 

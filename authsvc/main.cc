@@ -28,6 +28,8 @@ ABSL_FLAG(absl::Duration, negative_ttl, absl::Seconds(5), "how long a 401 is cac
 ABSL_FLAG(absl::Duration, upstream_timeout, absl::Seconds(2), "host API request timeout");
 ABSL_FLAG(int64_t, cache_size, 100000, "cached verifications at most (least recently used go)");
 ABSL_FLAG(int, upstream_connections, 16, "concurrent requests to the host API at most");
+ABSL_FLAG(int64_t, max_pending_upstream, 1024,
+          "requests waiting for a host API connection at most; beyond, 503 at once");
 
 int main(int argc, char** argv) {
   using namespace relay;
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   options.relay_key = *std::move(key);
   options.timeout = absl::GetFlag(FLAGS_upstream_timeout);
   options.max_connections = std::max(1, absl::GetFlag(FLAGS_upstream_connections));
+  options.max_pending = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_pending_upstream)));
   auto host_api = authsvc::NewHostApiClient(io, std::move(options));
   if (!host_api.ok()) {
     common::Fatal("bad --api_base", {{"error", host_api.status().message()}});

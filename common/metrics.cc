@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -80,7 +82,18 @@ class BeastMetricsServer final : public MetricsServer {
 
   void DoAccept() {
     acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) {
+        return;  // stopped
+      }
       if (ec) {
+        // Out of descriptors or another passing failure: try again shortly
+        // rather than stop serving /metrics for good (or spin).
+        retry_.expires_after(std::chrono::milliseconds(100));
+        retry_.async_wait([this](beast::error_code ec) {
+          if (!ec) {
+            DoAccept();
+          }
+        });
         return;
       }
       auto exchange = std::make_shared<Exchange>(std::move(socket));
@@ -123,6 +136,7 @@ class BeastMetricsServer final : public MetricsServer {
   std::function<std::string()> render_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_;
+  asio::steady_timer retry_{io_};
   std::thread thread_;
 };
 

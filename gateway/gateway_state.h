@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "gateway/auth_client.h"
+#include "gateway/core/lockout_memo.h"
 #include "gateway/mcp_dispatcher.h"
 #include "gateway/router_client.h"
 
@@ -97,6 +98,7 @@ struct GatewayState {
   const McpDispatcher* dispatcher = nullptr;
   GatewayMetrics metrics;
   std::atomic<int64_t> connections{0};  // open HTTP and tab connections
+  LockoutMemo lockouts;                 // addresses the host API's brake holds off
 
   std::string RenderMetrics() const;
 

@@ -177,6 +177,18 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
     return Respond(405, "application/json", JsonMessage("use POST, GET or DELETE"),
                    "Allow: GET, POST, DELETE\r\n");
   }
+  // An address the host API's brake locked out is answered here until its
+  // Retry-After, without asking authsvc (the check costs nothing while no
+  // address is locked out).
+  if (!state_.lockouts.empty()) {
+    if (auto left = state_.lockouts.Remaining(ClientAddress(), absl::Now())) {
+      state_.metrics.locked_out.Add();
+      return Respond(429, "application/json",
+                     JsonMessage("too many failed attempts from this address; retry later"),
+                     absl::StrCat("Retry-After: ", absl::ToInt64Seconds(absl::Ceil(*left, absl::Seconds(1))),
+                                  "\r\n"));
+    }
+  }
   // The bearer is checked before the body is read: an unauthenticated client
   // never gets to upload 4 MiB.
   auto authorization = Header(http::field::authorization);
@@ -195,7 +207,8 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
     return OnVerified(*std::move(known));
   }
   phase_ = Phase::kAuthorizing;
-  state_.auth->VerifyToken(std::move(bearer), ClientAddress(),
+  client_address_ = ClientAddress();
+  state_.auth->VerifyToken(std::move(bearer), client_address_,
                            [self = shared_from_this()](AuthVerdict verdict) {
                              asio::post(self->stream_.get_executor(),
                                         [self, verdict = std::move(verdict)]() mutable {
@@ -227,6 +240,10 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
                      absl::StrCat("WWW-Authenticate: ", kUnauthorized, "\r\n"));
     case AuthVerdict::Kind::kLockedOut:
       state_.metrics.locked_out.Add();
+      if (!client_address_.empty() && verdict.retry_after_seconds > 0) {
+        absl::Time now = absl::Now();
+        state_.lockouts.Put(client_address_, now + absl::Seconds(verdict.retry_after_seconds), now);
+      }
       return Respond(429, "application/json",
                      JsonMessage("too many failed attempts from this address; retry later"),
                      absl::StrCat("Retry-After: ", verdict.retry_after_seconds, "\r\n"));

@@ -117,6 +117,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>, public Cal
   bool resume_after_watch_ = false;
   bool sse_ = false;
   std::string account_;
+  std::string client_address_;  // as the brake sees it; set when authsvc is asked
   AgentHeaders headers_;
   std::optional<ForwardPlan> plan_;
   std::vector<PostDecision> batch_;

@@ -29,7 +29,7 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     stack = await startStack({
       users: ['alice', 'bob', 'carol'],
       gatewayArgs: ['--trusted_proxies=127.0.0.1/32'],
-      authsvcArgs: ['--verify_ttl=60s', '--upstream_timeout=1s'],
+      authsvcArgs: ['--verify_ttl=60s', '--upstream_timeout=1s', '--upstream_connections=2', '--max_pending_upstream=4'],
       hostapiEnv: { PHP_CLI_SERVER_WORKERS: '4' },
     });
     stacks.push(stack);
@@ -69,6 +69,15 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     assert.ok(Number(locked.headers.get('retry-after')) > 0);
     // A good token from the locked address: the host API says 429, and so do we.
     assert.equal((await post(gw, await stack.mintToken('carol'), from('203.0.113.7'))).status, 429);
+    // Until Retry-After the gateway answers 429 itself: a stranger's further guesses, however
+    // many distinct tokens, no longer reach the host API.
+    const before = stack.hostApiCount('agent/verify');
+    for (let i = 0; i < 20; i++) {
+      const guess = await post(gw, wrongToken(), from('203.0.113.7'));
+      assert.equal(guess.status, 429);
+      assert.ok(Number(guess.headers.get('retry-after')) > 0);
+    }
+    assert.equal(stack.hostApiCount('agent/verify') - before, 0);
     // Another address behind the same proxy is not braked.
     assert.ok(authorized((await post(gw, await stack.mintToken('carol'), from('203.0.113.8'))).status));
   });
@@ -85,7 +94,9 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     tabs.forEach((t) => t.close());
   });
 
-  test('host API down: 503 within the upstream timeout; hung: the same; back: the next request succeeds', async () => {
+  const authMetric = async (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(stack.authsvc.metricsUrl)).text())[1]);
+
+  test('host API down: 503 within the upstream timeout; hung: the same, and bounded; back: the next request succeeds', async () => {
     const message = /account service could not be reached/;
     await stack.stopHostApi();
     let started = Date.now();
@@ -104,6 +115,12 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     assert.equal(res.status, 503);
     assert.match(await res.text(), message);
     assert.ok(elapsed >= 900 && elapsed < 2500, `answered after ${elapsed} ms`);
+    // While it hangs, authsvc holds 2 requests upstream and 4 waiting: the rest of a burst
+    // of distinct tokens is refused at once (503 too) instead of queueing without bound.
+    const refusedBefore = await authMetric('relay_authsvc_upstream_refused_total');
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => post(gw, wrongToken(), { 'x-real-ip': `192.0.2.${i + 1}` })));
+    assert.deepEqual([...new Set(burst.map((r) => r.status))], [503]);
+    assert.ok(await authMetric('relay_authsvc_upstream_refused_total') - refusedBefore >= 10);
     sockets.forEach((s) => s.destroy());
     await new Promise((resolve) => hung.close(resolve));
 

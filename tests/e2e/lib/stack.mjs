@@ -190,11 +190,13 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     stack.procs.push(stack.hostapi);
 
     stack.authsvc = startProcess('authsvc', join(binDir, 'relay-authsvc'), [
-      '--listen=127.0.0.1:0', `--api_base=${stack.hostapi.base}`, `--relay_key_file=${relayKeyFile}`,
-      ...authsvcArgs,
+      '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', `--api_base=${stack.hostapi.base}`,
+      `--relay_key_file=${relayKeyFile}`, ...authsvcArgs,
     ]);
     stack.procs.push(stack.authsvc);
     stack.authsvcPort = await stack.authsvc.listeningPort();
+    const authMetrics = await stack.authsvc.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'authsvc metrics port');
+    stack.authsvc.metricsUrl = `http://127.0.0.1:${authMetrics[1]}/metrics`;
 
     for (let i = 0; i < routers; i++) {
       const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...routerArgs]);
