@@ -40,6 +40,11 @@ int64_t Stamp(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<Catalogue> Catalogue::Parse(absl::string_view text) {
+  // Kept as JSON and dumped: nothing recursive may see unchecked depth.
+  constexpr int kMaxDepth = 256;
+  if (NestsDeeperThan(text, kMaxDepth)) {
+    return absl::InvalidArgumentError("catalogue nests JSON deeper than 256 levels");
+  }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError("catalogue is not valid JSON");
