@@ -30,6 +30,8 @@ constexpr uint16_t kCloseTryLater = 1013;
 // Reads start small, so that an idle tab holds little memory, and grow while a
 // large message (a screenshot) comes in.
 constexpr size_t kSmallReadChunk = 2 * 1024;
+// The largest message before the hello is answered.
+constexpr size_t kMaxHelloBytes = 16 * 1024;
 constexpr size_t kLargeReadChunk = 64 * 1024;
 // Unwritten messages one tab may hold: room for a few large requests.
 constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
@@ -91,7 +93,10 @@ void TabSession::OnRead(beast::error_code ec, size_t bytes) {
     return;
   }
   buffer_.commit(bytes);
-  if (buffer_.size() > state_.options.max_tab_message_bytes) {
+  // Until its hello is answered a connection is a stranger's: it may send a
+  // hello (a few hundred bytes), not 16 MiB for us to hold.
+  size_t limit = phase_ == State::kLive ? state_.options.max_tab_message_bytes : kMaxHelloBytes;
+  if (buffer_.size() > limit) {
     buffer_.consume(buffer_.size());
     CloseWith(kCloseTooBig, "message too big");
     return;

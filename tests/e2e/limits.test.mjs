@@ -187,3 +187,65 @@ test('out of file descriptors: the gateway backs off instead of spinning, and se
     await gw.stop();
   }
 });
+
+test('before its hello is answered a connection may not send more than 16 KiB (4413)', async () => {
+  const stranger = new ScriptedTab(gwTabs.wsUrl);
+  await stranger.open();
+  stranger.send('x'.repeat(64 * 1024));
+  assert.equal((await stranger.closed).code, 4413);
+});
+
+test('a notification flood to a GET stream that does not read: the stream is dropped at 16 MiB, memory stays bounded, others go on', async () => {
+  const tab = await tabFor('bob');
+  const agent = await agentFor('bob');
+  await agent.request('resources/subscribe', { uri: 'editor://view' });
+  // A GET stream over a raw socket that is never read.
+  const url = new URL(gwAgents.url);
+  const socket = await connect(Number(url.port));
+  socket.pause();
+  socket.write(`GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${agent.token}\r\nMcp-Session-Id: ${agent.session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n`);
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gwAgents.child.pid}/status`, 'utf8'))[1]) / 1024;
+  const before = rss();
+  const carolTab = await tabFor('carol');
+  carolTab.handlers['tools/call'] = async () => ok;
+  const carol = await agentFor('carol');
+  // 40 MiB of updates (the tab's own rate limit lets them through over a few seconds).
+  const filler = 'u'.repeat(16 * 1024);
+  let peak = before;
+  for (let i = 0; i < 2560; i++) {
+    tab.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'editor://view', title: filler } });
+    if (i % 256 === 255) {
+      await new Promise((r) => setTimeout(r, 300));
+      peak = Math.max(peak, rss());
+      assert.equal((await carol.callTool('get_view')).message.result.content[0].text, 'ok');
+    }
+  }
+  // Now read what the kernel holds: the stream must have been ended by the gateway.
+  let ended = false;
+  socket.ended.then(() => { ended = true; });
+  socket.resume();
+  await waitUntil(async () => ended, 'the gateway dropped the unread stream', 10000);
+  peak = Math.max(peak, rss());
+  assert.ok(peak - before < 64, `the gateway grew by ${(peak - before).toFixed(1)} MiB`);
+  tab.close();
+  carolTab.close();
+});
+
+test("a session flood: one account's 1,000 sessions keep at most 256 records in the router; their ids stay valid", async () => {
+  const token = await stack.mintToken('carol');
+  const sessions = [];
+  for (let i = 0; i < 1000; i += 50) {
+    sessions.push(...await Promise.all(Array.from({ length: 50 }, async () => {
+      const agent = new RawAgent(gwAgents.url, token);
+      await agent.initialize();
+      return agent;
+    })));
+  }
+  const metrics = await (await fetch(stack.routers[0].metricsUrl)).text();
+  const records = Number(/^relay_router_sessions (\d+)$/m.exec(metrics)[1]);
+  assert.ok(records <= 256 + 20, `the router holds ${records} session records`);
+  // The forgotten ones still work: their records come back on use.
+  for (const agent of [sessions[0], sessions[1], sessions[999]]) {
+    assert.equal((await agent.post({ jsonrpc: '2.0', id: 9, method: 'ping' })).status, 200);
+  }
+});
