@@ -168,70 +168,59 @@ uint64_t RouterHub::AddLink(std::shared_ptr<LinkWriter> writer) {
   return id;
 }
 
-void RouterHub::RemoveLink(uint64_t link_id) {
+template <typename Fn>
+auto RouterHub::Apply(Fn fn) {
   std::vector<std::shared_ptr<LinkWriter>> touched;
+  decltype(fn(core_, std::declval<Outbox&>())) result;
   {
     absl::MutexLock lock(&mu_);
-    links_.erase(link_id);
     Outbox out;
-    core_.LinkDown(link_id, absl::Now(), out);
+    result = fn(core_, out);
     touched = QueueLocked(out);
   }
   Flush(touched);
+  return result;
+}
+
+void RouterHub::RemoveLink(uint64_t link_id) {
+  Apply([&](RouterCore& core, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    links_.erase(link_id);
+    core.LinkDown(link_id, absl::Now(), out);
+    return true;
+  });
 }
 
 void RouterHub::Handle(uint64_t link_id, GatewayBatch& batch) {
-  std::vector<std::shared_ptr<LinkWriter>> touched;
-  {
-    absl::MutexLock lock(&mu_);
+  Apply([&](RouterCore& core, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!links_.contains(link_id)) {
-      return;  // the link ended while this batch was read
+      return false;  // the link ended while this batch was read
     }
     absl::Time now = absl::Now();
-    Outbox out;
     ++batches_in_;
     events_in_ += batch.events_size();
     for (relay::v1::GatewayEvent& event : *batch.mutable_events()) {
-      core_.Handle(link_id, event, now, out);
+      core.Handle(link_id, event, now, out);
     }
-    touched = QueueLocked(out);
-  }
-  Flush(touched);
+    return true;
+  });
 }
 
 bool RouterHub::Kick(const std::string& account, const std::string& reason) {
-  std::vector<std::shared_ptr<LinkWriter>> touched;
-  bool kicked;
-  {
-    absl::MutexLock lock(&mu_);
-    Outbox out;
-    kicked = core_.Kick(account, reason, out);
-    touched = QueueLocked(out);
-  }
-  Flush(touched);
-  return kicked;
+  return Apply([&](RouterCore& core, Outbox& out) { return core.Kick(account, reason, out); });
 }
 
 void RouterHub::EndSession(const std::string& session) {
-  std::vector<std::shared_ptr<LinkWriter>> touched;
-  {
-    absl::MutexLock lock(&mu_);
-    Outbox out;
-    core_.EndSession(session, out);
-    touched = QueueLocked(out);
-  }
-  Flush(touched);
+  Apply([&](RouterCore& core, Outbox& out) {
+    core.EndSession(session, out);
+    return true;
+  });
 }
 
 void RouterHub::Sweep() {
-  std::vector<std::shared_ptr<LinkWriter>> touched;
-  {
-    absl::MutexLock lock(&mu_);
-    Outbox out;
-    core_.Sweep(absl::Now(), out);
-    touched = QueueLocked(out);
-  }
-  Flush(touched);
+  Apply([&](RouterCore& core, Outbox& out) {
+    core.Sweep(absl::Now(), out);
+    return true;
+  });
 }
 
 std::vector<std::shared_ptr<LinkWriter>> RouterHub::QueueLocked(Outbox& out) {

@@ -42,6 +42,10 @@ class RouterHub {
   std::string RenderMetrics() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Runs fn(core, outbox) under the lock, queues what it returned on the
+  // links' writers, and starts their writes after releasing the lock.
+  template <typename Fn>
+  auto Apply(Fn fn);
   // Queues out on the writers; returns them for Flush.
   std::vector<std::shared_ptr<LinkWriter>> QueueLocked(Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

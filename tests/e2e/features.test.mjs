@@ -4,12 +4,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { startStack, waitUntil, binDir } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 
+const execFileAsync = promisify(execFile);
 let stack, gwTabs, gwAgents;
 before(async () => {
   stack = await startStack({
@@ -285,16 +287,18 @@ test('batches: answered together under 2025-03-26, refused under later versions'
 });
 
 test('relayctl: sessions, stats, end-session and kick', async () => {
-  const relayctl = (...args) => execFileSync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${stack.routers[0].port}`, ...args]).toString();
+  // Asynchronous: a synchronous exec would stop this process from answering the tab's pings
+  // (every 300 ms here) while relayctl runs, and the gateway would drop the tab.
+  const relayctl = async (...args) => (await execFileAsync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${stack.routers[0].port}`, ...args])).stdout;
   const tab = await tabFor('carol');
   const agent = await agentFor('carol');
-  await waitUntil(async () => JSON.parse(relayctl('--json', 'sessions')).some((s) => s.session === agent.session), 'the session is listed');
-  const stats = JSON.parse(relayctl('--json', 'stats'));
+  await waitUntil(async () => JSON.parse(await relayctl('--json', 'sessions')).some((s) => s.session === agent.session), 'the session is listed');
+  const stats = JSON.parse(await relayctl('--json', 'stats'));
   assert.equal(stats.links, 2);
   assert.ok(stats.forwards > 0);
-  assert.match(relayctl('end-session', agent.session), /ended/);
+  assert.match(await relayctl('end-session', agent.session), /ended/);
   await waitUntil(async () => (await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' })).status === 404, 'the ended session is refused');
-  assert.match(relayctl('kick', 'carol'), /disconnected the tab of carol/);
+  assert.match(await relayctl('kick', 'carol'), /disconnected the tab of carol/);
   await tab.waitFor((m) => m.method === 'relay/displaced');
   assert.equal((await tab.closed).code, 4409);
 });

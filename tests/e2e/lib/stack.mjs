@@ -14,6 +14,7 @@ const hostapiDir = join(repoRoot, 'hostapi');
 
 // Every line a process printed, kept for assertions (e.g. that no secret was logged).
 export const allLogs = [];
+const sanitizerReport = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer/;
 
 // A started process whose output is collected line by line.
 class Proc {
@@ -171,9 +172,13 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     await Promise.all(stack.procs.map((p) => p.stop()));
     rmSync(dir, { recursive: true, force: true });
     for (const proc of stack.procs) {
-      for (const line of proc.lines) {
+      for (const [i, line] of proc.lines.entries()) {
         if (stack.secrets.some((secret) => line.includes(secret))) {
           throw new Error(`${proc.name} logged a secret: ${line.slice(0, 60)}…`);
+        }
+        // Under ASan and UBSan (build-asan/) a report is a failure of the test file.
+        if (sanitizerReport.test(line)) {
+          throw new Error(`${proc.name}: sanitizer report:\n${proc.lines.slice(i, i + 40).join('\n')}`);
         }
       }
     }
