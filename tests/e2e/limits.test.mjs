@@ -249,3 +249,30 @@ test("a session flood: one account's 1,000 sessions keep at most 256 records in 
     assert.equal((await agent.post({ jsonrpc: '2.0', id: 9, method: 'ping' })).status, 200);
   }
 });
+
+test('an idle keep-alive connection is closed after --idle_timeout', async () => {
+  const socket = await connect(gwSmall.port);
+  let answered = '';
+  socket.on('data', (d) => { answered += d; });
+  socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  await waitUntil(async () => answered.includes('\r\n\r\nok'), 'the first answer');
+  // Kept alive after the answer, then closed once idle for 2 s (not left open for ever).
+  assert.ok(!socket.destroyed);
+  await socket.ended;
+});
+
+test("the router's /metrics listener serves again after running out of descriptors", async () => {
+  const router = startProcess('router-fd', 'prlimit', ['--nofile=48:48', join(binDir, 'relay-router'),
+    '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0']);
+  try {
+    await router.listeningPort();
+    const port = Number((await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'metrics port'))[1]);
+    const sockets = [];
+    for (let i = 0; i < 80; i++) sockets.push(await connect(port).catch(() => null));
+    await new Promise((r) => setTimeout(r, 300));
+    for (const s of sockets) s?.destroy();
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'metrics served again');
+  } finally {
+    await router.stop();
+  }
+});
