@@ -156,7 +156,8 @@ grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* conte
 // until OnDone.
 class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Revocation> {
  public:
-  explicit Watcher(AuthService& service) : service_(service) {
+  Watcher(AuthService& service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
     // Tells the gateway at once that the stream is up.
     StartSendInitialMetadata();
   }
@@ -164,6 +165,14 @@ class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Re
   void Push(const relay::v1::Revocation& revocation) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     if (done_) {
+      return;
+    }
+    if (queue_.size() >= kMaxQueued) {
+      // A gateway that does not read its revocations: end its stream (OnCancel
+      // finishes it). It keeps nothing past a second while unwatched, and
+      // reconnects.
+      done_ = true;
+      context_->TryCancel();
       return;
     }
     queue_.push_back(revocation);
@@ -197,7 +206,9 @@ class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Re
   }
 
  private:
+  static constexpr size_t kMaxQueued = 10000;
   AuthService& service_;
+  grpc::CallbackServerContext* const context_;
   absl::Mutex mu_;
   std::deque<relay::v1::Revocation> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -206,7 +217,7 @@ class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Re
 
 grpc::ServerWriteReactor<relay::v1::Revocation>* AuthService::WatchRevocations(
     grpc::CallbackServerContext* context, const relay::v1::WatchRevocationsRequest* request) {
-  auto* watcher = new Watcher(*this);
+  auto* watcher = new Watcher(*this, context);
   absl::MutexLock lock(&watchers_mu_);
   watchers_.insert(watcher);
   return watcher;
