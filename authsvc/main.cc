@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   cache_options.capacity = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_size)));
   authsvc::VerifyCache cache(cache_options, [] { return absl::Now(); });
   authsvc::AuthService service(**host_api, cache);
+  common::EnableGrpcReflection();
   auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service});
   if (!server.ok()) {
     common::Fatal(server.status().message());

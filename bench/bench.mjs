@@ -8,6 +8,8 @@
 //                                  load (open loop), the ratios, CPU per call, and the chart
 //   bench/run.sh --seconds 10      length of each saturation run
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
+//   bench/run.sh --only relay,node --no-sweep
+//                                  a quick look while working: some systems, no load sweep
 //   bench/run.sh --memory 2000     N idle tabs and N idle GET streams against one gateway:
 //                                  resident memory per connection
 import { execFileSync, spawn } from 'node:child_process';
@@ -23,6 +25,8 @@ const { values: opts } = parseArgs({
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
+    only: { type: 'string', default: 'relay,node,ts' },
+    'no-sweep': { type: 'boolean', default: false },
     memory: { type: 'string' },
     out: { type: 'string', default: join(repoRoot, 'docs', 'perf') },
   },
@@ -167,11 +171,13 @@ async function compare() {
     extra.push(direct);
 
     const pidOf = (name) => stack.procs.find((p) => p.name === name).child.pid;
-    const systems = [
-      { name: 'relay (full path)', url: stack.gateways[1].url, token, procs: [['gateway B', pidOf('gateway2')], ['router', pidOf('router0')], ['gateway A', pidOf('gateway1')], ['authsvc', pidOf('authsvc')], ['tab', relayTab.child.pid]] },
-      { name: 'Node relay (5 s cache)', url: `http://127.0.0.1:${nodeRelay.port}/mcp`, token, procs: [['node relay', nodeRelay.child.pid], ['tab', nodeTab.child.pid]] },
-      { name: 'TS SDK server (direct)', url: `http://127.0.0.1:${direct.port}/mcp`, token: null, procs: [['ts server', direct.child.pid]] },
+    const allSystems = [
+      { key: 'relay', name: 'relay (full path)', url: stack.gateways[1].url, token, procs: [['gateway B', pidOf('gateway2')], ['router', pidOf('router0')], ['gateway A', pidOf('gateway1')], ['authsvc', pidOf('authsvc')], ['tab', relayTab.child.pid]] },
+      { key: 'node', name: 'Node relay (5 s cache)', url: `http://127.0.0.1:${nodeRelay.port}/mcp`, token, procs: [['node relay', nodeRelay.child.pid], ['tab', nodeTab.child.pid]] },
+      { key: 'ts', name: 'TS SDK server (direct)', url: `http://127.0.0.1:${direct.port}/mcp`, token: null, procs: [['ts server', direct.child.pid]] },
     ];
+    const wanted = opts.only.split(',');
+    const systems = allSystems.filter((s) => wanted.includes(s.key));
     for (const s of systems) s.sid = await initialize(s.url, s.token);
     // Warm up every path (verification caches, JIT) before measuring.
     for (const s of systems) await openLoop(s, 500, 1);
@@ -192,7 +198,8 @@ async function compare() {
         if (results[i] === null || r.rps > results[i].rps) results[i] = r;
       }
     }
-    const [relay, nodeR, ts] = results;
+    const byKey = Object.fromEntries(systems.map((s, i) => [s.key, results[i]]));
+    const { relay, node: nodeR, ts } = byKey;
     const metric = (text, name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
     const routerMetrics = await (await fetch(stack.routers[0].metricsUrl)).text();
     const batches = metric(routerMetrics, 'relay_router_link_batches_received_total');
@@ -205,13 +212,14 @@ async function compare() {
       console.log(`${pad(r.name, 26)}${pad(Math.round(r.rps), 10)}${pad(r.p50.toFixed(2), 9)}${pad(r.p99.toFixed(2), 9)}${cpu} (total ${total.toFixed(1)})${r.non2xx ? `  NON-2xx: ${r.non2xx}` : ''}${r.errors !== 'none' ? `  socket errors: ${r.errors}` : ''}`);
     }
     console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run)`);
-    console.log(`\nratio relay / Node relay: ${(relay.rps / nodeR.rps).toFixed(2)}x   relay / TS SDK server: ${(relay.rps / ts.rps).toFixed(1)}x\n`);
+    console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x\n`);
+    if (opts['no-sweep'] || !relay || !nodeR) return;
 
     // Latency against offered load, open loop, for the relay and the Node relay.
     const loadSeconds = Number(opts['load-seconds']);
     const fractions = [0.1, 0.25, 0.5, 0.75, 0.9];
     const series = [];
-    for (const [s, r] of [[systems[0], relay], [systems[1], nodeR]]) {
+    for (const [s, r] of [[systems[0], relay], [systems[1], nodeR]]) {  // relay and node come first
       const points = [];
       for (const f of fractions) {
         const p = await openLoop(s, r.rps * f, loadSeconds);

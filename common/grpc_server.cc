@@ -1,6 +1,5 @@
 #include "common/grpc_server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/grpcpp.h>
 
@@ -9,9 +8,10 @@
 namespace relay::common {
 
 absl::StatusOr<StartedServer> StartGrpcServer(const std::string& listen,
-                                              const std::vector<grpc::Service*>& services) {
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+                                              const std::vector<grpc::Service*>& services,
+                                              const GrpcServerOptions& options) {
+  // Process-wide switches, read when a builder is made.
+  grpc::EnableDefaultHealthCheckService(options.default_health);
   grpc::ServerBuilder builder;
   StartedServer started;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &started.port);
@@ -29,6 +29,9 @@ absl::StatusOr<StartedServer> StartGrpcServer(const std::string& listen,
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   for (grpc::Service* service : services) {
     builder.RegisterService(service);
+  }
+  if (options.cq != nullptr) {
+    *options.cq = builder.AddCompletionQueue();
   }
   started.server = builder.BuildAndStart();
   if (started.server == nullptr || started.port == 0) {

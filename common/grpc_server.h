@@ -8,6 +8,7 @@
 
 namespace grpc {
 class Server;
+class ServerCompletionQueue;
 class Service;
 }  // namespace grpc
 
@@ -22,10 +23,22 @@ struct StartedServer {
   int port = 0;  // the real port, also when 0 was asked for
 };
 
-// Starts an insecure gRPC server on listen ("host:port") with the standard
-// health service and server reflection switched on, so generic gRPC tools can
-// inspect it. The services must outlive the server.
+struct GrpcServerOptions {
+  // gRPC's own health service (grpc.health.v1), on gRPC's callback threads.
+  bool default_health = true;
+  // When set, a completion queue for services of gRPC's async API is made
+  // here (for a CqLoop).
+  std::unique_ptr<grpc::ServerCompletionQueue>* cq = nullptr;
+};
+
+// Server reflection (grpcurl list) for every server this process starts
+// (relay_grpc_reflection).
+void EnableGrpcReflection();
+
+// Starts an insecure gRPC server on listen ("host:port"). The services must
+// outlive the server.
 absl::StatusOr<StartedServer> StartGrpcServer(const std::string& listen,
-                                              const std::vector<grpc::Service*>& services);
+                                              const std::vector<grpc::Service*>& services,
+                                              const GrpcServerOptions& options = {});
 
 }  // namespace relay::common

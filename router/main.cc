@@ -8,11 +8,15 @@
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
 #include "common/flags.h"
+#include "common/cq_loop.h"
 #include "common/grpc_server.h"
+#include "common/health_service.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
-#include "router/rpc/router_service.h"
+#include "router/rpc/admin_service.h"
+#include "router/rpc/link_server.h"
+#include "router/rpc/router_hub.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7001", "address:port to serve gRPC on");
 ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
@@ -36,12 +40,23 @@ int main(int argc, char** argv) {
   options.sessions.max_sessions_per_account =
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_sessions_per_account)));
   router::RouterHub state(options);
-  router::RouterService service(state);
+  // Every gRPC service of the router runs on one thread (common::CqLoop): no
+  // other thread polls the links' sockets.
+  router::LinkServer links(state);
   router::RouterAdminService admin(state);
-  auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service, &admin});
+  common::HealthService health({"relay.v1.Router", "relay.v1.RouterAdmin"});
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen),
+                                        {links.service(), admin.service(), health.service()},
+                                        {.default_health = false, .cq = &cq});
   if (!server.ok()) {
     common::Fatal(server.status().message());
   }
+  common::CqLoop loop(std::move(cq));
+  links.Serve(loop);
+  admin.Serve(loop);
+  health.Serve(loop);
+  loop.Start();
   common::LogListening(absl::GetFlag(FLAGS_listen), server->port);
   std::unique_ptr<common::MetricsServer> metrics;
   if (std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
@@ -66,5 +81,6 @@ int main(int argc, char** argv) {
   sweeper.join();
   common::LogInfo("stopping");
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  loop.Stop();
   return 0;
 }

@@ -3,22 +3,32 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "relay/v1/router.grpc.pb.h"
+#include "relay/v1/router.pb.h"
 #include "router/core/router_core.h"
 
 namespace relay::router {
 
-class LinkWriter;
+// The write side of one gateway link, as the hub sees it. Thread-safe.
+class LinkWriter {
+ public:
+  virtual ~LinkWriter() = default;
+  // Queues a command for the next batch (dropped once the link is closing).
+  virtual void Push(relay::v1::RouterCommand&& command) = 0;
+  // Starts a write if none is in flight.
+  virtual void Flush() = 0;
+};
 
 // The router core behind one lock, and the write side of every gateway link.
 // Thread-safe. Every entry point runs the core under the lock, hands the
 // commands it returned to their links' writers in order (still under the lock,
 // so two threads' commands for one link never swap), and starts the writes
-// after releasing it.
+// after releasing it. Links call it from the one thread that drives them; the
+// operators' RPCs and the sweeper from theirs.
 class RouterHub {
  public:
   explicit RouterHub(RouterCoreOptions options = {});
@@ -49,7 +59,6 @@ class RouterHub {
   // Queues out on the writers; returns them for Flush.
   std::vector<std::shared_ptr<LinkWriter>> QueueLocked(Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static void Flush(const std::vector<std::shared_ptr<LinkWriter>>& writers);
 
   mutable absl::Mutex mu_;
   RouterCore core_ ABSL_GUARDED_BY(mu_);
@@ -59,45 +68,6 @@ class RouterHub {
   uint64_t commands_out_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_link_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<LinkWriter>> links_ ABSL_GUARDED_BY(mu_);
-};
-
-// The Router gRPC service: one Link reactor per gateway. Reactions run on
-// gRPC's callback threads and never block: they take the hub's lock briefly
-// and queue writes.
-class RouterService final : public relay::v1::Router::CallbackService {
- public:
-  explicit RouterService(RouterHub& hub) : hub_(hub) {}
-
-  grpc::ServerBidiReactor<relay::v1::GatewayBatch, relay::v1::RouterBatch>* Link(
-      grpc::CallbackServerContext* context) override;
-
- private:
-  RouterHub& hub_;
-};
-
-// Operators' view.
-class RouterAdminService final : public relay::v1::RouterAdmin::CallbackService {
- public:
-  explicit RouterAdminService(RouterHub& hub) : hub_(hub) {}
-
-  grpc::ServerUnaryReactor* ListTabs(grpc::CallbackServerContext* context,
-                                     const relay::v1::ListTabsRequest* request,
-                                     relay::v1::ListTabsResponse* response) override;
-  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* context,
-                                         const relay::v1::ListSessionsRequest* request,
-                                         relay::v1::ListSessionsResponse* response) override;
-  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
-                                     const relay::v1::GetStatsRequest* request,
-                                     relay::v1::GetStatsResponse* response) override;
-  grpc::ServerUnaryReactor* Kick(grpc::CallbackServerContext* context,
-                                 const relay::v1::KickRequest* request,
-                                 relay::v1::KickResponse* response) override;
-  grpc::ServerUnaryReactor* EndSession(grpc::CallbackServerContext* context,
-                                       const relay::v1::EndSessionRequest* request,
-                                       relay::v1::EndSessionResponse* response) override;
-
- private:
-  RouterHub& hub_;
 };
 
 }  // namespace relay::router

@@ -1,0 +1,136 @@
+#include "router/rpc/router_hub.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/metrics.h"
+
+namespace relay::router {
+
+namespace {
+
+uint64_t FirstCallId() {
+  // Ids of a restarted router start above anything the previous run handed
+  // out (unless it sustained a million calls a second), and stay below 2^53 so
+  // that a tab in JavaScript reads them exactly.
+  return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())) * 1000;
+}
+
+}  // namespace
+
+RouterHub::RouterHub(RouterCoreOptions options) : core_(FirstCallId(), options) {}
+RouterHub::~RouterHub() = default;
+
+uint64_t RouterHub::AddLink(std::shared_ptr<LinkWriter> writer) {
+  absl::MutexLock lock(&mu_);
+  uint64_t id = next_link_id_++;
+  links_.emplace(id, std::move(writer));
+  core_.LinkUp(id);
+  return id;
+}
+
+template <typename Fn>
+auto RouterHub::Apply(Fn fn) {
+  std::vector<std::shared_ptr<LinkWriter>> touched;
+  decltype(fn(core_, std::declval<Outbox&>())) result;
+  {
+    absl::MutexLock lock(&mu_);
+    Outbox out;
+    result = fn(core_, out);
+    touched = QueueLocked(out);
+  }
+  for (const auto& writer : touched) {
+    writer->Flush();
+  }
+  return result;
+}
+
+void RouterHub::RemoveLink(uint64_t link_id) {
+  Apply([&](RouterCore& core, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    links_.erase(link_id);
+    core.LinkDown(link_id, absl::Now(), out);
+    return true;
+  });
+}
+
+void RouterHub::Handle(uint64_t link_id, relay::v1::GatewayBatch& batch) {
+  Apply([&](RouterCore& core, Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!links_.contains(link_id)) {
+      return false;  // the link ended while this batch was read
+    }
+    absl::Time now = absl::Now();
+    ++batches_in_;
+    events_in_ += batch.events_size();
+    for (relay::v1::GatewayEvent& event : *batch.mutable_events()) {
+      core.Handle(link_id, event, now, out);
+    }
+    return true;
+  });
+}
+
+bool RouterHub::Kick(const std::string& account, const std::string& reason) {
+  return Apply([&](RouterCore& core, Outbox& out) { return core.Kick(account, reason, out); });
+}
+
+void RouterHub::EndSession(const std::string& session) {
+  Apply([&](RouterCore& core, Outbox& out) {
+    core.EndSession(session, out);
+    return true;
+  });
+}
+
+void RouterHub::Sweep() {
+  Apply([&](RouterCore& core, Outbox& out) {
+    core.Sweep(absl::Now(), out);
+    return true;
+  });
+}
+
+std::vector<std::shared_ptr<LinkWriter>> RouterHub::QueueLocked(Outbox& out) {
+  std::vector<std::shared_ptr<LinkWriter>> touched;
+  commands_out_ += out.size();
+  for (Outgoing& o : out) {
+    auto it = links_.find(o.link_id);
+    if (it == links_.end()) {
+      continue;  // that gateway's link has ended
+    }
+    it->second->Push(std::move(o.command));
+    // Usually one or two links: a linear look is the cheapest set.
+    if (std::find(touched.begin(), touched.end(), it->second) == touched.end()) {
+      touched.push_back(it->second);
+    }
+  }
+  return touched;
+}
+
+std::string RouterHub::RenderMetrics() const {
+  absl::MutexLock lock(&mu_);
+  const RouterCounts& c = core_.counts();
+  common::MetricsText text;
+  text.Add("relay_router_links", "Gateways linked to this router.", "gauge", core_.LinkCount());
+  text.Add("relay_router_tabs", "Tabs known to this router.", "gauge",
+           core_.tabs().List("").size());
+  text.Add("relay_router_sessions", "Agent sessions known to this router.", "gauge",
+           core_.sessions().size());
+  text.Add("relay_router_calls_in_flight", "Forwarded calls waiting for their tab.", "gauge",
+           core_.CallsInFlight());
+  text.Add("relay_router_forwards_total", "Forwarded agent requests.", "counter", c.forwards);
+  text.Add("relay_router_link_batches_received_total", "Batches read from gateway links.",
+           "counter", batches_in_);
+  text.Add("relay_router_link_events_received_total", "Events read from gateway links.", "counter",
+           events_in_);
+  text.Add("relay_router_link_commands_sent_total", "Commands queued for gateway links.",
+           "counter", commands_out_);
+  const std::pair<const char*, uint64_t> outcomes[] = {
+      {"result", c.results},       {"error", c.errors},         {"no_tab", c.no_tab},
+      {"tab_gone", c.tab_gone},    {"displaced", c.displaced},  {"cancelled", c.cancelled},
+      {"too_many", c.too_many}};
+  for (const auto& [name, value] : outcomes) {
+    text.Add("relay_router_forward_outcomes_total", "How forwarded requests ended.", "counter",
+             value, absl::StrCat("outcome=\"", name, "\""));
+  }
+  return text.str();
+}
+
+}  // namespace relay::router
