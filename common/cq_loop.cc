@@ -18,11 +18,14 @@ class CqLoop::StopTag final : public CqTag {
 };
 
 CqLoop::CqLoop(std::unique_ptr<grpc::ServerCompletionQueue> cq)
+    : server_cq_(cq.get()), stop_tag_(std::make_unique<StopTag>(*this)) {
+  cq_ = std::move(cq);
+}
+
+CqLoop::CqLoop(std::unique_ptr<grpc::CompletionQueue> cq)
     : cq_(std::move(cq)), stop_tag_(std::make_unique<StopTag>(*this)) {}
 
 CqLoop::~CqLoop() { Stop(); }
-
-grpc::CompletionQueue* CqLoop::cq() const { return cq_.get(); }
 
 void CqLoop::Start() {
   thread_ = std::thread([this] { Run(); });

@@ -30,13 +30,16 @@ class CqTag {
 // kind of machine.)
 class CqLoop {
  public:
+  // A server's queue (from GrpcServerOptions::cq), or a client's.
   explicit CqLoop(std::unique_ptr<grpc::ServerCompletionQueue> cq);
+  explicit CqLoop(std::unique_ptr<grpc::CompletionQueue> cq);
   ~CqLoop();
   CqLoop(const CqLoop&) = delete;
   CqLoop& operator=(const CqLoop&) = delete;
 
-  grpc::ServerCompletionQueue* server_cq() const { return cq_.get(); }
-  grpc::CompletionQueue* cq() const;
+  // Null for a client's queue.
+  grpc::ServerCompletionQueue* server_cq() const { return server_cq_; }
+  grpc::CompletionQueue* cq() const { return cq_.get(); }
   // True once the queue is shutting down; then no operation may start on it
   // (those in flight still come back). Read it on the loop thread.
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
@@ -50,7 +53,8 @@ class CqLoop {
   class StopTag;
   void Run();
 
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::CompletionQueue> cq_;
+  grpc::ServerCompletionQueue* server_cq_ = nullptr;
   std::unique_ptr<grpc::Alarm> stop_alarm_;
   std::unique_ptr<StopTag> stop_tag_;
   std::atomic<bool> stopping_{false};

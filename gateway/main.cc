@@ -6,11 +6,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <grpcpp/completion_queue.h>
 
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
 #include "common/crypto.h"
 #include "common/flags.h"
+#include "common/cq_loop.h"
 #include "common/grpc_server.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -119,9 +121,12 @@ int main(int argc, char** argv) {
   gateway::RouterCommands commands(tabs, streams, ended);
   int threads = std::max(1, absl::GetFlag(FLAGS_threads));
   boost::asio::io_context io(threads);
-  auto auth = gateway::NewGrpcAuthClient(absl::GetFlag(FLAGS_authsvc_addr));
+  // Every gRPC completion of the gateway on one thread of its own.
+  common::CqLoop grpc_loop(std::make_unique<grpc::CompletionQueue>());
+  grpc_loop.Start();
+  auto auth = gateway::NewGrpcAuthClient(absl::GetFlag(FLAGS_authsvc_addr), grpc_loop);
   auto router = gateway::NewGrpcRouterClient(
-      routers, state.gateway_id, commands,
+      routers, state.gateway_id, commands, grpc_loop,
       [&io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); });
   commands.SetReady();
   state.auth = auth.get();
@@ -196,7 +201,7 @@ int main(int argc, char** argv) {
   for (auto& thread : pool) {
     thread.join();
   }
-  // gRPC callbacks may still be running on other threads: leave without
+  // gRPC completions may still be running on the loop thread: leave without
   // destroying what they point to.
   std::_Exit(0);
 }

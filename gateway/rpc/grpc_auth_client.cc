@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/cq_loop.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "gateway/core/verdict_memo.h"
@@ -28,28 +29,45 @@ AuthVerdict::Kind ToKind(relay::v1::Verdict verdict) {
 
 class GrpcAuthClient;
 
-// The revocation stream: held open for the life of the client, reopened
-// after a short wait whenever it ends. While it is down the memo keeps
-// nothing longer than a second. Deletes itself in OnDone.
-class RevocationWatch final : public grpc::ClientReadReactor<relay::v1::Revocation> {
+// The revocation stream, on the gateway's gRPC loop: held open for the life
+// of the client, reopened after a short wait whenever it ends. While it is
+// down the memo keeps nothing longer than a second. Deletes itself once its
+// stream has finished.
+class RevocationWatch {
  public:
-  RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& stub);
-  void OnReadInitialMetadataDone(bool ok) override;
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
+  RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& stub, common::CqLoop& loop);
   void Cancel() { context_.TryCancel(); }
 
  private:
+  enum class Op { kStarted, kMetadata, kRead, kFinished };
+  class OpTag final : public common::CqTag {
+   public:
+    OpTag(RevocationWatch* watch, Op op) : watch_(watch), op_(op) {}
+    void Proceed(bool ok) override { watch_->OnCompleted(op_, ok); }
+
+   private:
+    RevocationWatch* watch_;
+    Op op_;
+  };
+  void OnCompleted(Op op, bool ok);
+
   GrpcAuthClient& client_;
+  common::CqLoop& loop_;
+  OpTag tags_[4] = {{this, Op::kStarted}, {this, Op::kMetadata}, {this, Op::kRead},
+                    {this, Op::kFinished}};
   grpc::ClientContext context_;
   relay::v1::WatchRevocationsRequest request_;
+  std::unique_ptr<grpc::ClientAsyncReader<relay::v1::Revocation>> stream_;
   relay::v1::Revocation in_;
+  grpc::Status status_;
+  bool started_back_ = false;   // both on the loop thread
+  bool finished_back_ = false;
 };
 
 class GrpcAuthClient final : public AuthClient {
  public:
-  explicit GrpcAuthClient(const std::string& address)
-      : stub_(relay::v1::Auth::NewStub(MakeChannel(address))) {
+  GrpcAuthClient(const std::string& address, common::CqLoop& loop)
+      : loop_(loop), stub_(relay::v1::Auth::NewStub(MakeChannel(address))) {
     Watch();
   }
 
@@ -86,19 +104,17 @@ class GrpcAuthClient final : public AuthClient {
     call->token_sha256 = common::Sha256Hex(token);
     call->request.set_token(std::move(token));
     call->request.set_address(std::move(address));
-    stub_->async()->VerifyToken(&call->context, &call->request, &call->response,
-                                [call](grpc::Status status) { call->Done(status); });
+    call->Start(stub_->PrepareAsyncVerifyToken(&call->context, call->request, loop_.cq()));
   }
 
   void RedeemTicket(std::string ticket, Callback done) override {
     auto* call = new Call<relay::v1::RedeemTicketRequest, relay::v1::RedeemTicketResponse>(
         std::move(done), *this);
     call->request.set_ticket(std::move(ticket));
-    stub_->async()->RedeemTicket(&call->context, &call->request, &call->response,
-                                 [call](grpc::Status status) { call->Done(status); });
+    call->Start(stub_->PrepareAsyncRedeemTicket(&call->context, call->request, loop_.cq()));
   }
 
-  // The watch's reactions.
+  // The watch's news.
   void OnWatchUp() { memo_.SetWatched(true, absl::Now()); }
   void OnRevocation(const relay::v1::Revocation& revocation) {
     switch (revocation.what_case()) {
@@ -124,23 +140,34 @@ class GrpcAuthClient final : public AuthClient {
     // authsvc restarting: try again soon; verdicts are short-lived meanwhile.
     alarm_ = std::make_unique<grpc::Alarm>();
     alarm_pending_ = true;
-    alarm_->Set(absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)), [this](bool ok) {
-      if (ok) {
-        return Watch();  // clears alarm_pending_ where it publishes the watch
-      }
-      absl::MutexLock lock(&mu_);
-      alarm_pending_ = false;
-    });
+    alarm_->Set(loop_.cq(), absl::ToChronoTime(absl::Now() + absl::Milliseconds(500)),
+                static_cast<common::CqTag*>(&rewatch_));
   }
 
  private:
-  // Reactions never run inline in gRPC 1.51's callback API, so the watch is
-  // started under mu_ and published before any of its reactions can run.
+  // The rewatch alarm's tag: fired (watch again) or cancelled by the destructor.
+  class Rewatch final : public common::CqTag {
+   public:
+    explicit Rewatch(GrpcAuthClient& client) : client_(client) {}
+    void Proceed(bool ok) override {
+      if (ok) {
+        return client_.Watch();  // clears alarm_pending_ where it publishes the watch
+      }
+      absl::MutexLock lock(&client_.mu_);
+      client_.alarm_pending_ = false;
+    }
+
+   private:
+    GrpcAuthClient& client_;
+  };
+
+  // The watch's operations come back on the loop thread, which is this one
+  // or will see watch_ only after the lock is released.
   void Watch() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     alarm_pending_ = false;
     if (!stopping_) {
-      watch_ = new RevocationWatch(*this, *stub_);
+      watch_ = new RevocationWatch(*this, *stub_, loop_);
     }
   }
 
@@ -154,14 +181,20 @@ class GrpcAuthClient final : public AuthClient {
     --calls_;
   }
 
+  // One unary call; its answer comes back on the loop thread.
   template <typename Request, typename Response>
-  struct Call {
+  struct Call final : common::CqTag {
     Call(Callback done, GrpcAuthClient& client) : done(std::move(done)), client(client) {
       // authsvc bounds its own upstream wait; this only catches a hung authsvc.
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
       client.CallStarted();
     }
-    void Done(const grpc::Status& status) {
+    void Start(std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> call) {
+      rpc = std::move(call);
+      rpc->StartCall();
+      rpc->Finish(&response, &status, this);
+    }
+    void Proceed(bool /*ok*/) override {
       AuthVerdict verdict;
       if (status.ok()) {
         verdict.kind = ToKind(response.verdict());
@@ -181,6 +214,8 @@ class GrpcAuthClient final : public AuthClient {
     grpc::ClientContext context;
     Request request;
     Response response;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> rpc;
     Callback done;
     VerdictMemo* memo = nullptr;
     uint64_t epoch = 0;
@@ -188,47 +223,60 @@ class GrpcAuthClient final : public AuthClient {
     GrpcAuthClient& client;
   };
 
+  common::CqLoop& loop_;
   std::unique_ptr<relay::v1::Auth::Stub> stub_;
   VerdictMemo memo_;
   absl::Mutex mu_;
   RevocationWatch* watch_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<grpc::Alarm> alarm_;  // replaced only in OnWatchEnded, before stopping
+  Rewatch rewatch_{*this};
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-RevocationWatch::RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& stub)
-    : client_(client) {
+RevocationWatch::RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& stub,
+                                 common::CqLoop& loop)
+    : client_(client), loop_(loop) {
   context_.set_wait_for_ready(true);
-  stub.async()->WatchRevocations(&context_, &request_, this);
-  StartRead(&in_);
-  StartCall();
+  stream_ = stub.PrepareAsyncWatchRevocations(&context_, request_, loop.cq());
+  stream_->StartCall(&tags_[static_cast<int>(Op::kStarted)]);
+  stream_->ReadInitialMetadata(&tags_[static_cast<int>(Op::kMetadata)]);
 }
 
-void RevocationWatch::OnReadInitialMetadataDone(bool ok) {
-  if (ok) {
-    client_.OnWatchUp();
+void RevocationWatch::OnCompleted(Op op, bool ok) {
+  switch (op) {
+    case Op::kStarted:
+      started_back_ = true;
+      break;
+    case Op::kMetadata:
+    case Op::kRead:
+      if (ok && op == Op::kMetadata) {
+        client_.OnWatchUp();
+      } else if (ok) {
+        client_.OnRevocation(in_);
+      }
+      if (ok && !loop_.stopping()) {
+        stream_->Read(&in_, &tags_[static_cast<int>(Op::kRead)]);
+      } else if (!loop_.stopping()) {
+        stream_->Finish(&status_, &tags_[static_cast<int>(Op::kFinished)]);
+      }
+      return;
+    case Op::kFinished:
+      finished_back_ = true;
+      client_.OnWatchEnded(this);
+      break;
   }
-}
-
-void RevocationWatch::OnReadDone(bool ok) {
-  if (!ok) {
-    return;
+  // The start's tag may come back after Finish's.
+  if (started_back_ && finished_back_) {
+    delete this;
   }
-  client_.OnRevocation(in_);
-  StartRead(&in_);
-}
-
-void RevocationWatch::OnDone(const grpc::Status& status) {
-  client_.OnWatchEnded(this);
-  delete this;
 }
 
 }  // namespace
 
-std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address) {
-  return std::make_unique<GrpcAuthClient>(address);
+std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, common::CqLoop& loop) {
+  return std::make_unique<GrpcAuthClient>(address, loop);
 }
 
 }  // namespace relay::gateway

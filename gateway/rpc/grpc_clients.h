@@ -8,11 +8,19 @@
 #include "gateway/auth_client.h"
 #include "gateway/router_client.h"
 
+namespace relay::common {
+class CqLoop;
+}  // namespace relay::common
+
 namespace relay::gateway {
 
 // The gRPC implementations of the gateway's two clients. Each keeps one
-// long-lived channel per peer for the life of the process.
-std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address);
+// long-lived channel per peer for the life of the process. Both run every gRPC
+// completion on loop's one thread (no other thread of the gateway waits on
+// gRPC, so none polls the links' sockets but that one); callbacks and sinks
+// are called there and must only post to the I/O threads. The loop must run
+// until the clients are destroyed.
+std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, common::CqLoop& loop);
 
 // Runs fn soon on the gateway's I/O threads, after what is ready there now.
 using Deferrer = std::function<void(std::function<void()> fn)>;
@@ -24,6 +32,6 @@ using Deferrer = std::function<void(std::function<void()> fn)>;
 // in one batch, and a lone event waits for nothing but that turn.
 std::unique_ptr<RouterClient> NewGrpcRouterClient(const std::vector<std::string>& shards,
                                                   std::string gateway_id, RouterCommandSink& sink,
-                                                  Deferrer defer);
+                                                  common::CqLoop& loop, Deferrer defer);
 
 }  // namespace relay::gateway

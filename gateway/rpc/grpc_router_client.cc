@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/batch_queue.h"
+#include "common/cq_loop.h"
 #include "common/log.h"
 #include "gateway/rpc/channel.h"
 #include "gateway/rpc/grpc_clients.h"
@@ -69,13 +70,17 @@ ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
 
 class Shard;
 
-// One link to one router shard; deletes itself in OnDone, after which the
-// shard starts another. Writes: one in flight; whatever is sent meanwhile goes
-// out together as the next batch, so a lone call never waits for a batch to
-// fill and a loaded link writes many calls at once.
-class RouterLink final : public grpc::ClientBidiReactor<GatewayBatch, RouterBatch> {
+// One link to one router shard, driven by the gateway's gRPC thread (a
+// common::CqLoop) through the completion-queue API; the I/O threads only queue
+// events and start writes. Writes: one in flight; whatever is sent meanwhile
+// goes out together as the next batch, so a lone call never waits for a batch
+// to fill and a loaded link writes many calls at once. Once its stream has
+// finished it tells the shard (which starts another) and, when no operation
+// of it is still in flight and nobody holds it, deletes itself.
+class RouterLink {
  public:
-  RouterLink(Shard& shard, relay::v1::Router::Stub& stub, const Deferrer& defer);
+  RouterLink(Shard& shard, relay::v1::Router::Stub& stub, common::CqLoop& loop,
+             const Deferrer& defer);
 
   // Any thread. False once the link has ended: the event is dropped.
   bool Send(GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_) {
@@ -92,8 +97,8 @@ class RouterLink final : public grpc::ClientBidiReactor<GatewayBatch, RouterBatc
         context_.TryCancel();
         return false;
       }
-      // A write in flight takes what waits when it completes (OnWriteDone);
-      // otherwise one deferred flush takes everything of this turn.
+      // A write in flight takes what waits when it completes; otherwise one
+      // deferred flush takes everything of this turn.
       if (!queue_.writing() && !flush_pending_) {
         flush_pending_ = true;
         flush = true;
@@ -102,45 +107,23 @@ class RouterLink final : public grpc::ClientBidiReactor<GatewayBatch, RouterBatc
     if (flush) {
       Ref();
       defer_([this] {
-        Flush();
+        {
+          absl::MutexLock lock(&mu_);
+          flush_pending_ = false;
+          StartWriteLocked();
+        }
         Unref();
       });
     }
     return true;
   }
 
-  void Flush() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    flush_pending_ = false;
-    if (closed_) {
-      return;
-    }
-    if (GatewayBatch* batch = queue_.Next()) {
-      StartWrite(batch);
-    }
-  }
-
-  void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    queue_.Written();
-    if (!ok) {
-      return;  // the read side ends the link
-    }
-    if (GatewayBatch* batch = queue_.Next()) {
-      StartWrite(batch);
-    }
-  }
-
-  void OnReadInitialMetadataDone(bool ok) override;
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
-
-  // Starts the stream; events sent before are written once it is up.
-  void Start();
+  // Starts the stream; events sent before are written once it is started.
+  void Start() ABSL_LOCKS_EXCLUDED(mu_);
   void Cancel() { context_.TryCancel(); }
 
-  // The link deletes itself when its stream is done and nobody else holds it
-  // (Stop cancels it from outside any lock).
+  // The link deletes itself when its stream has finished and nobody else
+  // holds it (a deferred flush, or Stop while it cancels it).
   void Ref() { refs_.fetch_add(1); }
   void Unref() {
     if (refs_.fetch_sub(1) == 1) {
@@ -149,15 +132,42 @@ class RouterLink final : public grpc::ClientBidiReactor<GatewayBatch, RouterBatc
   }
 
  private:
-  std::atomic<int> refs_{1};
+  enum class Op { kStarted, kMetadata, kRead, kWritten, kFinished };
+  class OpTag final : public common::CqTag {
+   public:
+    OpTag(RouterLink* link, Op op) : link_(link), op_(op) {}
+    void Proceed(bool ok) override { link_->OnCompleted(op_, ok); }
+
+   private:
+    RouterLink* link_;
+    Op op_;
+  };
+  common::CqTag* TagFor(Op op) { return &tags_[static_cast<int>(op)]; }
+
+  // On the loop thread.
+  void OnCompleted(Op op, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
+  void Dispatch();
+  void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finish once the read side has ended and no write is in flight.
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::atomic<int> refs_{1};  // the stream's own, dropped once it finished
   Shard& shard_;
+  common::CqLoop& loop_;
   const Deferrer& defer_;
+  OpTag tags_[5] = {{this, Op::kStarted}, {this, Op::kMetadata}, {this, Op::kRead},
+                    {this, Op::kWritten}, {this, Op::kFinished}};
   grpc::ClientContext context_;
-  RouterBatch in_;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<GatewayBatch, RouterBatch>> stream_;
+  RouterBatch in_;            // the loop thread's alone
+  grpc::Status status_;       // set by Finish
   absl::Mutex mu_;
   common::BatchQueue<GatewayBatch, GatewayEvent, &GatewayBatch::add_events> queue_
       ABSL_GUARDED_BY(mu_){kBatchBytes, kMaxQueuedBytes};
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // the start's tag is back
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;        // no more writes
+  bool reading_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_pending_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -166,9 +176,10 @@ class RouterLink final : public grpc::ClientBidiReactor<GatewayBatch, RouterBatc
 class Shard {
  public:
   Shard(size_t index, const std::string& address, std::string gateway_id,
-        RouterCommandSink& sink, std::atomic<uint64_t>& next_ref, const Deferrer& defer)
+        RouterCommandSink& sink, std::atomic<uint64_t>& next_ref, common::CqLoop& loop,
+        const Deferrer& defer)
       : index_(index), address_(address), gateway_id_(std::move(gateway_id)), sink_(sink),
-        next_ref_(next_ref), defer_(defer),
+        next_ref_(next_ref), loop_(loop), defer_(defer),
         stub_(relay::v1::Router::NewStub(MakeChannel(address))) {}
 
   RouterCommandSink& sink() { return sink_; }
@@ -184,7 +195,7 @@ class Shard {
       }
       // Published, with its hello first in its queue, before the stream
       // starts: nothing it does can run before link_ names it.
-      link = new RouterLink(*this, *stub_, defer_);
+      link = new RouterLink(*this, *stub_, loop_, defer_);
       link_ = link;
       GatewayEvent hello;
       hello.mutable_hello()->set_gateway_id(gateway_id_);
@@ -360,22 +371,35 @@ class Shard {
     absl::Duration wait = backoff_ * jitter(rng_);
     alarm_ = std::make_unique<grpc::Alarm>();
     alarm_pending_ = true;
-    alarm_->Set(absl::ToChronoTime(absl::Now() + wait), [this](bool ok) {
-      if (ok) {
-        return Link();  // clears alarm_pending_ where it publishes the link
-      }
-      absl::MutexLock lock(&mu_);
-      alarm_pending_ = false;
-    });
+    alarm_->Set(loop_.cq(), absl::ToChronoTime(absl::Now() + wait),
+                static_cast<common::CqTag*>(&relink_));
   }
+
+  // The relink alarm's tag: fired (link again) or cancelled by Stop.
+  class Relink final : public common::CqTag {
+   public:
+    explicit Relink(Shard& shard) : shard_(shard) {}
+    void Proceed(bool ok) override {
+      if (ok) {
+        return shard_.Link();  // clears alarm_pending_ where it publishes the link
+      }
+      absl::MutexLock lock(&shard_.mu_);
+      shard_.alarm_pending_ = false;
+    }
+
+   private:
+    Shard& shard_;
+  };
 
   const size_t index_;
   const std::string address_;
   const std::string gateway_id_;
   RouterCommandSink& sink_;
   std::atomic<uint64_t>& next_ref_;
+  common::CqLoop& loop_;
   const Deferrer& defer_;
   std::unique_ptr<relay::v1::Router::Stub> stub_;
+  Relink relink_{*this};
   absl::Mutex mu_;
   RouterLink* link_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::atomic<bool> up_{false};
@@ -388,39 +412,78 @@ class Shard {
   absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> calls_ ABSL_GUARDED_BY(calls_mu_);
 };
 
-RouterLink::RouterLink(Shard& shard, relay::v1::Router::Stub& stub, const Deferrer& defer)
-    : shard_(shard), defer_(defer) {
+RouterLink::RouterLink(Shard& shard, relay::v1::Router::Stub& stub, common::CqLoop& loop,
+                       const Deferrer& defer)
+    : shard_(shard), loop_(loop), defer_(defer) {
   // The link waits for the router instead of failing while it is down, so
   // that it is up again as soon as the channel reconnects (within the
   // channel's 1 s reconnect backoff of a router's restart). Calls do not
   // wait: they fail at once while the link is not up.
   context_.set_wait_for_ready(true);
-  stub.async()->Link(&context_, this);
+  stream_ = stub.PrepareAsyncLink(&context_, loop.cq());
 }
 
 void RouterLink::Start() {
-  StartRead(&in_);
-  // Writes start outside reactions (any thread may Send): hold the stream
-  // open until the read side has ended.
-  AddHold();
-  StartCall();
+  absl::MutexLock lock(&mu_);
+  stream_->StartCall(TagFor(Op::kStarted));
+  // The router sends its initial metadata at once: the link is up.
+  stream_->ReadInitialMetadata(TagFor(Op::kMetadata));
 }
 
-void RouterLink::OnReadInitialMetadataDone(bool ok) {
-  if (ok) {
-    shard_.LinkEstablished();
-  }
-}
-
-void RouterLink::OnReadDone(bool ok) {
-  if (!ok) {
-    {
-      absl::MutexLock lock(&mu_);
-      closed_ = true;
+void RouterLink::OnCompleted(Op op, bool ok) {
+  bool read_more = false;
+  switch (op) {
+    case Op::kStarted: {
+      // The start sent the call's metadata with the stream's write operations:
+      // the first write (the hello) may go only now. A failed start fails the
+      // reads too.
+      {
+        absl::MutexLock lock(&mu_);
+        started_ = true;
+        StartWriteLocked();
+        MaybeFinishLocked();  // Finish waits for the start's tag
+      }
+      return;
     }
-    RemoveHold();
+    case Op::kMetadata:
+      if (ok) {
+        shard_.LinkEstablished();
+      }
+      read_more = ok;
+      break;
+    case Op::kRead:
+      if (ok) {
+        Dispatch();
+      }
+      read_more = ok;
+      break;
+    case Op::kWritten: {
+      absl::MutexLock lock(&mu_);
+      queue_.Written();
+      if (ok) {
+        StartWriteLocked();
+      } else {
+        closed_ = true;  // the stream is broken; its read side ends it
+      }
+      MaybeFinishLocked();
+      return;
+    }
+    case Op::kFinished:
+      shard_.OnLinkEnded(this, status_);
+      Unref();
+      return;
+  }
+  absl::MutexLock lock(&mu_);
+  if (read_more && !loop_.stopping()) {
+    stream_->Read(&in_, TagFor(Op::kRead));
     return;
   }
+  reading_ended_ = true;
+  closed_ = true;
+  MaybeFinishLocked();
+}
+
+void RouterLink::Dispatch() {
   // The one place where the router's commands are told apart: a call's own
   // events go to its waiter, the rest to the gateway's sessions.
   for (RouterCommand& command : *in_.mutable_commands()) {
@@ -437,22 +500,33 @@ void RouterLink::OnReadDone(bool ok) {
     }
   }
   in_.Clear();
-  StartRead(&in_);
 }
 
-void RouterLink::OnDone(const grpc::Status& status) {
-  shard_.OnLinkEnded(this, status);
-  Unref();
+void RouterLink::StartWriteLocked() {
+  if (closed_ || !started_ || loop_.stopping()) {
+    return;
+  }
+  if (GatewayBatch* batch = queue_.Next()) {
+    stream_->Write(*batch, TagFor(Op::kWritten));
+  }
+}
+
+void RouterLink::MaybeFinishLocked() {
+  if (!reading_ended_ || !started_ || finishing_ || queue_.writing() || loop_.stopping()) {
+    return;
+  }
+  finishing_ = true;
+  stream_->Finish(&status_, TagFor(Op::kFinished));
 }
 
 class GrpcRouterClient final : public RouterClient {
  public:
   GrpcRouterClient(const std::vector<std::string>& addresses, std::string gateway_id,
-                   RouterCommandSink& sink, Deferrer defer)
+                   RouterCommandSink& sink, common::CqLoop& loop, Deferrer defer)
       : picker_(addresses), defer_(std::move(defer)) {
     for (size_t i = 0; i < addresses.size(); ++i) {
-      shards_.push_back(
-          std::make_unique<Shard>(i, addresses[i], gateway_id, sink, next_ref_, defer_));
+      shards_.push_back(std::make_unique<Shard>(i, addresses[i], gateway_id, sink, next_ref_,
+                                                loop, defer_));
     }
     for (auto& shard : shards_) {
       shard->Link();
@@ -499,8 +573,9 @@ class GrpcRouterClient final : public RouterClient {
 
 std::unique_ptr<RouterClient> NewGrpcRouterClient(const std::vector<std::string>& shards,
                                                   std::string gateway_id,
-                                                  RouterCommandSink& sink, Deferrer defer) {
-  return std::make_unique<GrpcRouterClient>(shards, std::move(gateway_id), sink,
+                                                  RouterCommandSink& sink, common::CqLoop& loop,
+                                                  Deferrer defer) {
+  return std::make_unique<GrpcRouterClient>(shards, std::move(gateway_id), sink, loop,
                                             std::move(defer));
 }
 
