@@ -32,7 +32,8 @@ void ServeUnary(CqLoop& loop, Service* service,
    public:
     explicit Call(std::shared_ptr<const Method> method) : method_(std::move(method)) {
       grpc::ServerCompletionQueue* cq = method_->loop.server_cq();
-      (method_->service->*(method_->request_call))(&context_, &request_, &writer_, cq, cq, this);
+      (method_->service->*(method_->request_call))(&context_, &request_, &writer_, cq, cq,
+                                                   static_cast<CqTag*>(this));
     }
     void Proceed(bool ok) override {
       if (answered_ || !ok || method_->loop.stopping()) {
@@ -43,7 +44,7 @@ void ServeUnary(CqLoop& loop, Service* service,
       Response response;
       grpc::Status status = method_->handler(request_, &response);
       answered_ = true;
-      writer_.Finish(response, status, this);
+      writer_.Finish(response, status, static_cast<CqTag*>(this));
     }
 
    private:

@@ -28,7 +28,8 @@ std::string GatewayState::RenderMetrics() const {
            metrics.forwards.value());
   static constexpr const char* kOutcomes[ForwardOutcome::kKinds] = {
       "result",  "error",     "no_tab",             "tab_gone",     "displaced",
-      "timeout", "cancelled", "router_unavailable", "session_ended", "too_many_calls"};
+      "timeout", "cancelled", "router_unavailable", "session_ended", "too_many_calls",
+      "shutting_down"};
   for (size_t i = 0; i < ForwardOutcome::kKinds; ++i) {
     text.Add("relay_gateway_forward_outcomes_total", "How forwarded requests ended.", "counter",
              metrics.forward_outcomes[i].value(),

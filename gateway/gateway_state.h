@@ -98,6 +98,9 @@ struct GatewayState {
   const McpDispatcher* dispatcher = nullptr;
   GatewayMetrics metrics;
   std::atomic<int64_t> connections{0};  // open HTTP and tab connections
+  // Set on SIGTERM: new requests and tabs are sent elsewhere (503), the calls
+  // in flight finish.
+  std::atomic<bool> draining{false};
   LockoutMemo lockouts;                 // addresses the host API's brake holds off
 
   std::string RenderMetrics() const;

@@ -158,6 +158,13 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   if (!host || !state_.IsAllowedHost(*host)) {
     return ReplyText(403, "host not allowed; add it to --allowed_hosts");
   }
+  if (state_.draining.load()) {
+    // Sessions are not tied to a gateway: another one takes the request.
+    keep_alive_ = false;
+    return Respond(503, "application/json",
+                   JsonMessage("this relay gateway is shutting down; retry, another one will answer"),
+                   "Retry-After: 1\r\n");
+  }
   auto origin = Header(http::field::origin);
   if (websocket::is_upgrade(req)) {
     if (!origin || !state_.IsAllowedOrigin(*origin)) {
@@ -220,6 +227,9 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
 void HttpSession::ServeOperator(absl::string_view path) {
   if (path == "/metrics") {
     return Respond(200, "text/plain; version=0.0.4", state_.RenderMetrics());
+  }
+  if (path == "/readyz" && state_.draining.load()) {
+    return Respond(503, "text/plain", "not ready: shutting down\n");
   }
   if (path == "/readyz" && state_.router->ShardsUp() == 0) {
     return Respond(503, "text/plain", "not ready: no router shard is reachable\n");

@@ -44,6 +44,8 @@ ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(30), "deadline of one forw
 ABSL_FLAG(std::string, no_tab_message, std::string(relay::gateway::kDefaultNoTabMessage),
           "what an agent is told when the account has no tab");
 ABSL_FLAG(int, threads, 2, "I/O threads");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
+          "on SIGTERM, how long calls in flight may take to finish before they get an error");
 ABSL_FLAG(int64_t, max_body_bytes, 4 * 1024 * 1024, "largest agent request body (413 above)");
 ABSL_FLAG(int64_t, max_tab_message_bytes, 16 * 1024 * 1024,
           "largest tab message (closed with 4413 above)");
@@ -186,17 +188,50 @@ int main(int argc, char** argv) {
   }
 
   common::WaitForStopSignal();
-  common::LogInfo("stopping");
+  // The drain (STYLE.md): stop accepting; new requests and tabs get 503 (any
+  // gateway serves any session); each tab answers the calls it has and is
+  // closed with 1001 once it has none; the calls of this gateway's agents
+  // finish, up to --drain_timeout, when those left get a clear error.
+  absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  common::LogInfo("draining", {{"calls", static_cast<int64_t>(router->CallsInFlight())},
+                               {"tabs", static_cast<int64_t>(tabs.size())},
+                               {"timeout_ms", absl::ToInt64Milliseconds(drain_timeout)}});
+  state.draining.store(true);
   (*listener)->Stop();
-  catalogue_timer.cancel();
+  boost::asio::post(io, [&catalogue_timer] { catalogue_timer.cancel(); });
+  for (auto& tab : tabs.Snapshot()) {
+    tab->PostDrain();
+  }
+  auto wait_until = [](absl::Time deadline, const std::function<bool()>& done) {
+    // Shutdown only: a short poll is simpler than a signal from every session.
+    while (!done() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return done();
+  };
+  bool drained = wait_until(absl::Now() + drain_timeout, [&] {
+    return router->CallsInFlight() == 0 && tabs.size() == 0;
+  });
+  if (!drained) {
+    common::LogWarn("drain deadline passed; ending what is left",
+                    {{"calls", static_cast<int64_t>(router->CallsInFlight())},
+                     {"tabs", static_cast<int64_t>(tabs.size())}});
+    router->CancelAll(gateway::RouterClient::CancelReason::kShutdown);
+  }
   for (auto& tab : tabs.Snapshot()) {
     tab->PostGoingAway();
   }
   for (auto& stream : streams.Snapshot()) {
     stream->PostGoingAway();
   }
-  // Let the close frames go out; in-flight agent calls end with their tabs.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Let the last answers and close frames go out (a second at most).
+  wait_until(absl::Now() + absl::Seconds(1),
+             [&] { return tabs.size() == 0 && streams.size() == 0; });
+  if (!drained) {
+    // The error answers CancelAll posted are written on the I/O threads.
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  common::LogInfo("stopped", {{"drained", drained}});
   io.stop();
   for (auto& thread : pool) {
     thread.join();

@@ -400,6 +400,10 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
     }
     case ForwardOutcome::Kind::kSessionEnded:
       return Json(404, EncodeError(plan.id, -32001, "Session not found; initialize a new session"));
+    case ForwardOutcome::Kind::kShuttingDown:
+      return Failure(plan, kInternalError,
+                     "The relay's gateway shut down before the editor answered. Try again: "
+                     "another gateway will take the call.");
     case ForwardOutcome::Kind::kTooManyCalls:
       return Failure(plan, kInternalError,
                      "Too many requests are waiting for the editor of this account. Wait for "

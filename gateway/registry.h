@@ -34,6 +34,11 @@ class Registry {
     return it == items_.end() ? nullptr : it->second.lock();
   }
 
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return items_.size();
+  }
+
   std::vector<std::shared_ptr<T>> Snapshot() const ABSL_LOCKS_EXCLUDED(mu_) {
     std::vector<std::shared_ptr<T>> out;
     absl::MutexLock lock(&mu_);

@@ -25,8 +25,9 @@ struct ForwardOutcome {
     kRouterUnavailable,  // the account's router shard could not be reached
     kSessionEnded,       // the session was ended (DELETE) meanwhile
     kTooManyCalls,       // the account has too many calls in flight
+    kShuttingDown,       // this gateway's drain deadline passed first
   };
-  static constexpr size_t kKinds = 10;
+  static constexpr size_t kKinds = 11;
   Kind kind = Kind::kRouterUnavailable;
   std::string payload;
   std::string view_line;  // with kResult of tools/call: the "view changed" line to append
@@ -73,7 +74,7 @@ class RouterCommandSink {
 // the shard that ShardOf names.
 class RouterClient {
  public:
-  enum class CancelReason { kAgentGone, kDeadline };
+  enum class CancelReason { kAgentGone, kDeadline, kShutdown };
   virtual ~RouterClient() = default;
 
   // Sends an event on the account's shard's link; dropped while it is down
@@ -87,6 +88,12 @@ class RouterClient {
   // Ends a call from the agent's side: the tab is told, the waiter hears
   // kTimeout or kCancelled. Nothing happens if the call has ended.
   virtual void Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) = 0;
+
+  // The drain: how many calls of this gateway's agents wait for an answer,
+  // and ending them all (each waiter hears the reason's outcome, each tab a
+  // cancellation).
+  virtual size_t CallsInFlight() const = 0;
+  virtual void CancelAll(CancelReason reason) = 0;
 
   virtual size_t ShardOf(const std::string& account) const = 0;
   // How many shards have a live link now (readiness).

@@ -272,6 +272,7 @@ void TabSession::HandleLive(absl::string_view text) {
         return;  // cancelled meanwhile: the answer is dropped
       }
       Reply(call_id, message.is_error, DumpJson(message.payload));
+      MaybeEndDrain();
       return;
     }
     case RpcMessage::Kind::kRequest:
@@ -314,6 +315,7 @@ void TabSession::RefuseTooDeep(absl::string_view text) {
         Reply(call_id, /*is_error=*/true,
               DumpJson(nlohmann::json{{"code", kInternalError}, {"message", why}}));
       }
+      MaybeEndDrain();
       return;
     }
   }
@@ -453,6 +455,12 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
                   R"({"code":-32603,"message":"the editor is disconnecting"})");
       return;
     }
+    if (self->draining_) {
+      self->Reply(call_id, /*is_error=*/true,
+                  R"({"code":-32603,"message":"the editor's relay gateway is shutting down; )"
+                  R"(try again in a few seconds, when the editor has reconnected"})");
+      return;
+    }
     self->in_flight_.emplace(call_id, method == "tools/call");
     self->Send(EncodeRequest(call_id, method, params));
   });
@@ -465,6 +473,7 @@ void TabSession::PostCancel(uint64_t call_id, std::string reason) {
     }
     self->Send(EncodeNotification("notifications/cancelled",
                                   {{"requestId", call_id}, {"reason", reason}}));
+    self->MaybeEndDrain();
   });
 }
 
@@ -485,6 +494,7 @@ void TabSession::PostLinkDown(size_t shard) {
     if (self->announced_ && self->state_.router->ShardOf(self->announcement_.account) == shard) {
       // The router failed these calls toward their agents, or is gone.
       self->in_flight_.clear();
+      self->MaybeEndDrain();
     }
   });
 }
@@ -500,6 +510,15 @@ void TabSession::PostReannounce(size_t shard) {
 
 void TabSession::PostGoingAway() {
   asio::post(ws_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ == State::kLive) {
+      // The calls it still has are given up (their agents hear it from the
+      // router when the tab goes): the tab may stop working on them.
+      for (const auto& [call_id, is_tool_call] : std::exchange(self->in_flight_, {})) {
+        self->Send(EncodeNotification(
+            "notifications/cancelled",
+            {{"requestId", call_id}, {"reason", "the relay is shutting down"}}));
+      }
+    }
     self->CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
   });
 }
@@ -565,6 +584,19 @@ void TabSession::OnClose(beast::error_code) {
   // The pending read ends with an error next and completes the cleanup; the
   // closing handshake is bounded by the handshake timeout.
   Cleanup();
+}
+
+void TabSession::PostDrain() {
+  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+    self->draining_ = true;
+    self->MaybeEndDrain();
+  });
+}
+
+void TabSession::MaybeEndDrain() {
+  if (draining_ && in_flight_.empty() && early_calls_.empty() && phase_ != State::kClosing) {
+    CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
+  }
 }
 
 void TabSession::Cleanup() {

@@ -43,6 +43,9 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void PostResponse(std::string tab_request_id, bool is_error, std::string payload);
   void PostLinkDown(size_t shard);
   void PostReannounce(size_t shard);
+  // The gateway's drain: the tab answers the calls it has, takes no new one,
+  // and is closed with 1001 once it has none.
+  void PostDrain();
   // Shutdown: close with 1001 so the tab reconnects elsewhere.
   void PostGoingAway();
 
@@ -73,6 +76,8 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void CloseWith(uint16_t code, absl::string_view reason);
   void OnClose(boost::beast::error_code ec);
   void Cleanup();
+  // Draining, with no call left: close with 1001.
+  void MaybeEndDrain();
 
   boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
   GatewayState& state_;
@@ -92,6 +97,7 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   State phase_ = State::kAwaitingHello;
   bool announced_ = false;
   bool counted_ = false;  // in the gateway's tab gauge
+  bool draining_ = false;
   uint64_t tab_id_ = 0;
   // What the router is told of this tab (TabUp).
   struct Announcement {

@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
   });
 
   common::WaitForStopSignal();
+  // The sweeper may start link writes from its thread: it ends before the
+  // loop shuts its queue down (no operation may start after that).
   stop_sweeping.Notify();
   sweeper.join();
   common::LogInfo("stopping");

@@ -50,6 +50,7 @@ class RevocationWatch {
     Op op_;
   };
   void OnCompleted(Op op, bool ok);
+  common::CqTag* TagFor(Op op) { return &tags_[static_cast<int>(op)]; }
 
   GrpcAuthClient& client_;
   common::CqLoop& loop_;
@@ -192,7 +193,7 @@ class GrpcAuthClient final : public AuthClient {
     void Start(std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> call) {
       rpc = std::move(call);
       rpc->StartCall();
-      rpc->Finish(&response, &status, this);
+      rpc->Finish(&response, &status, static_cast<common::CqTag*>(this));
     }
     void Proceed(bool /*ok*/) override {
       AuthVerdict verdict;
@@ -240,8 +241,8 @@ RevocationWatch::RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& 
     : client_(client), loop_(loop) {
   context_.set_wait_for_ready(true);
   stream_ = stub.PrepareAsyncWatchRevocations(&context_, request_, loop.cq());
-  stream_->StartCall(&tags_[static_cast<int>(Op::kStarted)]);
-  stream_->ReadInitialMetadata(&tags_[static_cast<int>(Op::kMetadata)]);
+  stream_->StartCall(TagFor(Op::kStarted));
+  stream_->ReadInitialMetadata(TagFor(Op::kMetadata));
 }
 
 void RevocationWatch::OnCompleted(Op op, bool ok) {
@@ -257,9 +258,9 @@ void RevocationWatch::OnCompleted(Op op, bool ok) {
         client_.OnRevocation(in_);
       }
       if (ok && !loop_.stopping()) {
-        stream_->Read(&in_, &tags_[static_cast<int>(Op::kRead)]);
+        stream_->Read(&in_, TagFor(Op::kRead));
       } else if (!loop_.stopping()) {
-        stream_->Finish(&status_, &tags_[static_cast<int>(Op::kFinished)]);
+        stream_->Finish(&status_, TagFor(Op::kFinished));
       }
       return;
     case Op::kFinished:

@@ -246,14 +246,42 @@ class Shard {
     if (waiter == nullptr) {
       return;  // it ended meanwhile
     }
-    bool deadline = reason == RouterClient::CancelReason::kDeadline;
     GatewayEvent event;
     event.mutable_call_cancel()->set_call_ref(ref);
-    event.mutable_call_cancel()->set_reason(deadline ? "the call's deadline passed"
-                                                     : "the agent cancelled the request");
+    ForwardOutcome::Kind kind = ForwardOutcome::Kind::kCancelled;
+    switch (reason) {
+      case RouterClient::CancelReason::kDeadline:
+        event.mutable_call_cancel()->set_reason("the call's deadline passed");
+        kind = ForwardOutcome::Kind::kTimeout;
+        break;
+      case RouterClient::CancelReason::kShutdown:
+        event.mutable_call_cancel()->set_reason("the agent's gateway is shutting down");
+        kind = ForwardOutcome::Kind::kShuttingDown;
+        break;
+      case RouterClient::CancelReason::kAgentGone:
+        event.mutable_call_cancel()->set_reason("the agent cancelled the request");
+        break;
+    }
     Send(std::move(event));
-    waiter->OnCallDone(ForwardOutcome{
-        deadline ? ForwardOutcome::Kind::kTimeout : ForwardOutcome::Kind::kCancelled, {}, {}});
+    waiter->OnCallDone(ForwardOutcome{kind, {}, {}});
+  }
+
+  size_t CallsInFlight() ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    absl::MutexLock lock(&calls_mu_);
+    return calls_.size();
+  }
+
+  void CancelAll(RouterClient::CancelReason reason) ABSL_LOCKS_EXCLUDED(calls_mu_) {
+    std::vector<uint64_t> refs;
+    {
+      absl::MutexLock lock(&calls_mu_);
+      for (const auto& [ref, waiter] : calls_) {
+        refs.push_back(ref);
+      }
+    }
+    for (uint64_t ref : refs) {
+      Cancel(ref, reason);
+    }
   }
 
   void OnCallEvent(relay::v1::CallEvent& event) ABSL_LOCKS_EXCLUDED(calls_mu_) {
@@ -550,6 +578,20 @@ class GrpcRouterClient final : public RouterClient {
 
   void Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) override {
     shards_[picker_.Pick(account)]->Cancel(call_ref, reason);
+  }
+
+  size_t CallsInFlight() const override {
+    size_t calls = 0;
+    for (const auto& shard : shards_) {
+      calls += shard->CallsInFlight();
+    }
+    return calls;
+  }
+
+  void CancelAll(CancelReason reason) override {
+    for (auto& shard : shards_) {
+      shard->CancelAll(reason);
+    }
   }
 
   size_t ShardOf(const std::string& account) const override { return picker_.Pick(account); }

@@ -87,6 +87,7 @@ class GatewayLink final : public LinkWriter, public std::enable_shared_from_this
   int pending_ ABSL_GUARDED_BY(mu_) = 1;  // the done notification
   bool metadata_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool reading_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -132,6 +133,8 @@ void GatewayLink::OnCompleted(Op op, bool ok) {
         queue_.Written();
         if (ok) {
           StartWriteLocked();
+        } else {
+          write_failed_ = true;  // the stream is broken; the read ends the link
         }
         break;
       case Op::kDone:
@@ -155,9 +158,12 @@ void GatewayLink::OnCompleted(Op op, bool ok) {
 }
 
 void GatewayLink::Accepted() {
-  link_id_ = hub_.AddLink(shared_from_this());
-  common::LogInfo("gateway linked", {{"link", link_id_}, {"peer", context_.peer()}});
+  uint64_t id = hub_.AddLink(shared_from_this());
+  common::LogInfo("gateway linked", {{"link", id}, {"peer", context_.peer()}});
   absl::MutexLock lock(&mu_);
+  // Written under the lock: Push (any thread) reads it there; the loop thread,
+  // which alone writes it, reads it anywhere.
+  link_id_ = id;
   // Tells the gateway at once that the link is up (its readiness). Counts as
   // the write in flight until it is sent.
   stream_.SendInitialMetadata(TagFor(Op::kMetadataSent));
@@ -185,7 +191,7 @@ void GatewayLink::Flush() {
 }
 
 void GatewayLink::StartWriteLocked() {
-  if (reading_ended_ || !metadata_sent_ || loop_.stopping()) {
+  if (reading_ended_ || write_failed_ || !metadata_sent_ || loop_.stopping()) {
     return;
   }
   if (RouterBatch* batch = queue_.Next()) {
