@@ -12,6 +12,7 @@
 #include "common/metrics.h"
 #include "gateway/auth_client.h"
 #include "gateway/core/lockout_memo.h"
+#include "gateway/core/request_gate.h"
 #include "gateway/mcp_dispatcher.h"
 #include "gateway/router_client.h"
 
@@ -50,9 +51,6 @@ class ConnectionSlot {
 };
 
 struct GatewayOptions {
-  std::string mcp_path = "/mcp";
-  std::vector<std::string> allowed_origins;
-  std::vector<std::string> allowed_hosts;
   size_t max_body_bytes = 4 * 1024 * 1024;
   size_t max_tab_message_bytes = 16 * 1024 * 1024;
   int max_json_depth = 100;
@@ -103,12 +101,10 @@ struct GatewayState {
   std::atomic<bool> draining{false};
   LockoutMemo lockouts;                 // addresses the host API's brake holds off
 
-  std::string RenderMetrics() const;
+  // Path, Host, Origin, method and drain rules for every request.
+  RequestGate gate{RequestGateOptions{}};
 
-  bool IsAllowedOrigin(absl::string_view origin) const;
-  // Host header check (DNS-rebinding protection): loopback names or the
-  // configured public host names, with any port.
-  bool IsAllowedHost(absl::string_view host) const;
+  std::string RenderMetrics() const;
 };
 
 }  // namespace relay::gateway

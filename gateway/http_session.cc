@@ -35,7 +35,6 @@ constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 // Unwritten output one agent connection may hold (events of a stream it does not read).
 constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
-absl::string_view PathOf(absl::string_view target) { return target.substr(0, target.find('?')); }
 
 std::string JsonMessage(absl::string_view message) {
   nlohmann::json body = {{"error", std::string(message)}};
@@ -141,48 +140,33 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   }
   const auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
-  absl::string_view path =
-      PathOf(absl::string_view(req.target().data(), req.target().size()));
-  if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
-    return ServeOperator(path);
-  }
-  state_.metrics.http_requests.Add();
-  if (absl::StartsWith(path, "/.well-known/")) {
-    // OAuth discovery probes: the relay uses the host application's tokens.
-    return ReplyText(404, "not found");
-  }
-  if (path != state_.options.mcp_path) {
-    return ReplyText(404, absl::StrCat("not found; the MCP endpoint is ", state_.options.mcp_path));
-  }
   auto host = Header(http::field::host);
-  if (!host || !state_.IsAllowedHost(*host)) {
-    return ReplyText(403, "host not allowed; add it to --allowed_hosts");
-  }
-  if (state_.draining.load()) {
-    // Sessions are not tied to a gateway: another one takes the request.
-    keep_alive_ = false;
-    return Respond(503, "application/json",
-                   JsonMessage("this relay gateway is shutting down; retry, another one will answer"),
-                   "Retry-After: 1\r\n");
-  }
   auto origin = Header(http::field::origin);
-  if (websocket::is_upgrade(req)) {
-    if (!origin || !state_.IsAllowedOrigin(*origin)) {
-      return ReplyText(403, "origin not allowed; add it to --allowed_origins");
-    }
-    stream_.expires_never();
-    phase_ = Phase::kClosed;
-    std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
-        ->Run(parser_->release());
-    return;
-  }
-  if (origin && !state_.IsAllowedOrigin(*origin)) {
-    return ReplyText(403, "origin not allowed; add it to --allowed_origins");
-  }
-  http::verb method = req.method();
-  if (method != http::verb::post && method != http::verb::get && method != http::verb::delete_) {
-    return Respond(405, "application/json", JsonMessage("use POST, GET or DELETE"),
-                   "Allow: GET, POST, DELETE\r\n");
+  RequestHead head;
+  head.target = absl::string_view(req.target().data(), req.target().size());
+  head.method = absl::string_view(req.method_string().data(), req.method_string().size());
+  head.host = host;
+  head.origin = origin;
+  head.websocket_upgrade = websocket::is_upgrade(req);
+  GateDecision decision = state_.gate.Decide(head, state_.draining.load());
+  switch (decision.kind) {
+    case GateDecision::Kind::kOperator:
+      return ServeOperator(decision.path);
+    case GateDecision::Kind::kRefuse:
+      state_.metrics.http_requests.Add();
+      keep_alive_ = keep_alive_ && !decision.close;
+      return Respond(decision.status, "application/json", JsonMessage(decision.message),
+                     decision.extra_headers);
+    case GateDecision::Kind::kTab:
+      state_.metrics.http_requests.Add();
+      stream_.expires_never();
+      phase_ = Phase::kClosed;
+      std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
+          ->Run(parser_->release());
+      return;
+    case GateDecision::Kind::kAgent:
+      state_.metrics.http_requests.Add();
+      break;
   }
   // An address the host API's brake locked out is answered here until its
   // Retry-After, without asking authsvc (the check costs nothing while no

@@ -99,9 +99,11 @@ int main(int argc, char** argv) {
   gateway::McpDispatcher dispatcher(signer, **catalogue, ended, dispatch_options);
 
   gateway::GatewayState state;
-  state.options.mcp_path = absl::GetFlag(FLAGS_mcp_path);
-  state.options.allowed_origins = common::SplitList(absl::GetFlag(FLAGS_allowed_origins));
-  state.options.allowed_hosts = common::SplitList(absl::GetFlag(FLAGS_allowed_hosts));
+  state.gate = gateway::RequestGate({.mcp_path = absl::GetFlag(FLAGS_mcp_path),
+                                     .allowed_origins =
+                                         common::SplitList(absl::GetFlag(FLAGS_allowed_origins)),
+                                     .allowed_hosts =
+                                         common::SplitList(absl::GetFlag(FLAGS_allowed_hosts))});
   state.options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
   state.options.max_tab_message_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));

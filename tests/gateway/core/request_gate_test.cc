@@ -1,0 +1,111 @@
+#include "gateway/core/request_gate.h"
+
+#include <gtest/gtest.h>
+
+namespace relay::gateway {
+namespace {
+
+RequestGate Gate() {
+  return RequestGate({.mcp_path = "/mcp",
+                      .allowed_origins = {"https://editor.example"},
+                      .allowed_hosts = {"Relay.Example"}});
+}
+
+RequestHead Post(absl::string_view target = "/mcp") {
+  RequestHead head;
+  head.target = target;
+  head.method = "POST";
+  head.host = "127.0.0.1:8080";
+  return head;
+}
+
+TEST(RequestGateTest, OperatorPathsComeFirstWhateverTheHost) {
+  RequestHead head = Post("/readyz?verbose=1");
+  head.host = std::nullopt;
+  GateDecision decision = Gate().Decide(head, /*draining=*/true);
+  EXPECT_EQ(decision.kind, GateDecision::Kind::kOperator);
+  EXPECT_EQ(decision.path, "/readyz");
+}
+
+TEST(RequestGateTest, UnknownPathsAndOAuthProbesGet404) {
+  EXPECT_EQ(Gate().Decide(Post("/.well-known/oauth-authorization-server"), false).status, 404);
+  GateDecision other = Gate().Decide(Post("/other"), false);
+  EXPECT_EQ(other.status, 404);
+  EXPECT_EQ(other.message, "not found; the MCP endpoint is /mcp");
+  EXPECT_EQ(Gate().Decide(Post("/mcp?x=1"), false).kind, GateDecision::Kind::kAgent);
+}
+
+TEST(RequestGateTest, LoopbackAndConfiguredHostsOnly) {
+  RequestGate gate = Gate();
+  for (absl::string_view host : {"localhost", "LOCALHOST:3000", "127.0.0.1", "127.1.2.3:80",
+                                 "[::1]", "[::1]:8080", "relay.example", "relay.EXAMPLE:443"}) {
+    EXPECT_TRUE(gate.IsAllowedHost(host)) << host;
+  }
+  // DNS rebinding: an attacker's name that resolves to loopback is still not ours.
+  for (absl::string_view host : {"evil.example", "127.evil.example", "127.0.0.1.evil.example",
+                                 "localhost.evil.example", "127.0.0.256", "128.0.0.1", "127.0.0",
+                                 "", "[::2]", "relay.example.evil"}) {
+    EXPECT_FALSE(gate.IsAllowedHost(host)) << host;
+  }
+  RequestHead head = Post();
+  head.host = "evil.example";
+  GateDecision decision = gate.Decide(head, false);
+  EXPECT_EQ(decision.status, 403);
+  EXPECT_EQ(decision.message, "host not allowed; add it to --allowed_hosts");
+  head.host = std::nullopt;
+  EXPECT_EQ(gate.Decide(head, false).status, 403);
+}
+
+TEST(RequestGateTest, OriginIsExactAndOptionalForAgents) {
+  RequestGate gate = Gate();
+  EXPECT_TRUE(gate.IsAllowedOrigin("https://editor.example"));
+  EXPECT_FALSE(gate.IsAllowedOrigin("https://editor.example:443"));
+  EXPECT_FALSE(gate.IsAllowedOrigin("https://EDITOR.example"));
+  EXPECT_FALSE(gate.IsAllowedOrigin("null"));
+  RequestHead head = Post();
+  EXPECT_EQ(gate.Decide(head, false).kind, GateDecision::Kind::kAgent);  // not a browser
+  head.origin = "https://evil.example";
+  GateDecision decision = gate.Decide(head, false);
+  EXPECT_EQ(decision.status, 403);
+  EXPECT_EQ(decision.message, "origin not allowed; add it to --allowed_origins");
+  head.origin = "https://editor.example";
+  EXPECT_EQ(gate.Decide(head, false).kind, GateDecision::Kind::kAgent);
+}
+
+TEST(RequestGateTest, ATabMustNameAnAllowedOrigin) {
+  RequestHead head = Post();
+  head.method = "GET";
+  head.websocket_upgrade = true;
+  EXPECT_EQ(Gate().Decide(head, false).status, 403);
+  head.origin = "https://editor.example";
+  EXPECT_EQ(Gate().Decide(head, false).kind, GateDecision::Kind::kTab);
+}
+
+TEST(RequestGateTest, OnlyPostGetAndDelete) {
+  RequestHead head = Post();
+  for (absl::string_view method : {"POST", "GET", "DELETE"}) {
+    head.method = method;
+    EXPECT_EQ(Gate().Decide(head, false).kind, GateDecision::Kind::kAgent) << method;
+  }
+  head.method = "PUT";
+  GateDecision decision = Gate().Decide(head, false);
+  EXPECT_EQ(decision.status, 405);
+  EXPECT_EQ(decision.extra_headers, "Allow: GET, POST, DELETE\r\n");
+}
+
+TEST(RequestGateTest, DrainingSendsAgentsAndTabsElsewhere) {
+  RequestHead head = Post();
+  GateDecision decision = Gate().Decide(head, /*draining=*/true);
+  EXPECT_EQ(decision.status, 503);
+  EXPECT_TRUE(decision.close);
+  EXPECT_EQ(decision.extra_headers, "Retry-After: 1\r\n");
+  head.websocket_upgrade = true;
+  head.origin = "https://editor.example";
+  EXPECT_EQ(Gate().Decide(head, true).status, 503);
+  // A wrong Host is still told so first.
+  head.host = "evil.example";
+  EXPECT_EQ(Gate().Decide(head, true).status, 403);
+}
+
+}  // namespace
+}  // namespace relay::gateway
