@@ -1,11 +1,12 @@
-#include "absl/strings/string_view.h"
 #include "gateway/tab_session.h"
 
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "gateway/core/tab_protocol.h"
 #include "gateway/jsonrpc.h"
 #include "gateway/registry.h"
 #include "relay/v1/router.pb.h"
@@ -136,35 +137,17 @@ void TabSession::HandleMessage(absl::string_view text) {
 }
 
 void TabSession::HandleHello(absl::string_view text) {
-  auto decoded = DecodeMessage(text, state_.options.max_json_depth);
-  auto* message = std::get_if<RpcMessage>(&decoded);
-  const nlohmann::json* ticket = nullptr;
-  if (message != nullptr && message->kind == RpcMessage::Kind::kRequest &&
-      message->method == "relay/hello" && message->params.is_object()) {
-    auto it = message->params.find("ticket");
-    if (it != message->params.end() && it->is_string()) {
-      ticket = &*it;
-    }
-  }
-  if (ticket == nullptr) {
+  std::optional<TabHello> hello = ParseTabHello(text, state_.options.max_json_depth);
+  if (!hello) {
     CloseWith(kCloseBadFirstMessage, "the first message must be relay/hello with a ticket");
     return;
   }
-  hello_id_ = DumpJson(message->id);
-  if (auto client = message->params.find("client");
-      client != message->params.end() && client->is_object()) {
-    auto name = client->find("name");
-    auto version = client->find("version");
-    if (name != client->end() && name->is_string()) {
-      announcement_.client_name = name->get<std::string>();
-    }
-    if (version != client->end() && version->is_string()) {
-      announcement_.client_version = version->get<std::string>();
-    }
-  }
+  hello_id_ = DumpJson(hello->id);
+  announcement_.client_name = std::move(hello->client_name);
+  announcement_.client_version = std::move(hello->client_version);
   phase_ = State::kRedeeming;
   state_.auth->RedeemTicket(
-      ticket->get<std::string>(), [self = shared_from_this()](AuthVerdict verdict) {
+      std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
         asio::post(self->ws_.get_executor(),
                    [self, verdict = std::move(verdict)]() mutable {
                      self->OnRedeemed(std::move(verdict));
@@ -227,15 +210,10 @@ void TabSession::PostAccepted(uint32_t agents) {
     }
     self->phase_ = State::kLive;
     self->hello_timer_.cancel();
-    nlohmann::json result = {
-        {"protocol", "1"},
-        {"account", self->announcement_.account},
-        {"role", self->announcement_.role},
-        {"tabId", absl::StrCat("t-", self->state_.gateway_id, "-", self->tab_id_)},
-        {"agents", agents},
-    };
-    self->Send(EncodeResult(nlohmann::json::parse(self->hello_id_, nullptr, false),
-                            DumpJson(result)));
+    self->Send(EncodeHelloAnswer(nlohmann::json::parse(self->hello_id_, nullptr, false),
+                                 self->announcement_.account, self->announcement_.role,
+                                 absl::StrCat("t-", self->state_.gateway_id, "-", self->tab_id_),
+                                 agents));
     self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
     // Calls that overtook the acceptance go out now, after the hello's answer.
     for (auto& [call_id, method, params] : std::exchange(self->early_calls_, {})) {
@@ -276,8 +254,7 @@ void TabSession::HandleLive(absl::string_view text) {
       return;
     }
     case RpcMessage::Kind::kRequest:
-      if (message.method == "sampling/createMessage" || message.method == "elicitation/create" ||
-          message.method == "roots/list") {
+      if (IsRequestToAgent(message.method)) {
         HandleRequestToAgent(message);
       } else if (message.method == "ping") {
         Send(EncodeResult(message.id, "{}"));
@@ -324,33 +301,9 @@ void TabSession::RefuseTooDeep(absl::string_view text) {
   }
 }
 
-namespace {
-
-// _meta[key] of params, if params._meta is an object that has it.
-const nlohmann::json* Meta(const nlohmann::json& params, const char* key) {
-  if (!params.is_object()) {
-    return nullptr;
-  }
-  auto meta = params.find("_meta");
-  if (meta == params.end() || !meta->is_object()) {
-    return nullptr;
-  }
-  auto it = meta->find(key);
-  return it == meta->end() ? nullptr : &*it;
-}
-
-bool IsTabNotification(absl::string_view method) {
-  return method == "notifications/resources/updated" ||
-         method == "notifications/resources/list_changed" ||
-         method == "notifications/tools/list_changed" ||
-         method == "notifications/prompts/list_changed" || method == "notifications/progress" ||
-         method == "notifications/message";
-}
-
-}  // namespace
-
 void TabSession::HandleNotification(RpcMessage& message) {
-  if (!IsTabNotification(message.method)) {
+  std::optional<TabNotice> notice = ParseTabNotice(message);
+  if (!notice) {
     return;  // not for agents (e.g. the tab's own notifications/initialized)
   }
   if (!notifications_.Allow(absl::Now())) {
@@ -363,62 +316,29 @@ void TabSession::HandleNotification(RpcMessage& message) {
   relay::v1::GatewayEvent event;
   auto* note = event.mutable_tab_notification();
   note->set_tab_id(tab_id_);
-  note->set_method(message.method);
-  const nlohmann::json& params = message.params;
-  if (params.is_object()) {
-    if (auto it = params.find("uri"); it != params.end() && it->is_string()) {
-      note->set_uri(it->get<std::string>());
-    }
-    if (auto it = params.find("level"); it != params.end() && it->is_string()) {
-      note->set_level(it->get<std::string>());
-    }
-    if (auto it = params.find("progressToken"); it != params.end() && it->is_string()) {
-      note->set_progress_token(it->get<std::string>());
-    }
-  }
-  if (const nlohmann::json* line = Meta(params, "relay/line"); line && line->is_string()) {
-    note->set_line(line->get<std::string>());
-  }
-  if (const nlohmann::json* call = Meta(params, "relay/requestId");
-      call && call->is_number_unsigned()) {
-    note->set_call_id(call->get<uint64_t>());
-  }
-  if (note->method() == "notifications/resources/updated" && note->uri().empty()) {
-    return;
-  }
-  note->set_params(params.is_null() ? "{}" : DumpJson(params));
+  note->set_method(std::move(notice->method));
+  note->set_uri(std::move(notice->uri));
+  note->set_level(std::move(notice->level));
+  note->set_progress_token(std::move(notice->progress_token));
+  note->set_line(std::move(notice->line));
+  note->set_call_id(notice->call_id);
+  note->set_params(std::move(notice->params));
   state_.router->Send(announcement_.account, std::move(event));
 }
 
 void TabSession::HandleRequestToAgent(RpcMessage& message) {
-  const nlohmann::json* call = Meta(message.params, "relay/requestId");
-  if (call == nullptr || !call->is_number_unsigned()) {
-    Send(EncodeError(message.id, kInvalidParams,
-                     "requests to the agent need params._meta[\"relay/requestId\"] naming the "
-                     "call in progress"));
+  auto request = ToAgentRequest(message);
+  if (auto* error = std::get_if<std::string>(&request)) {
+    Send(EncodeError(message.id, kInvalidParams, *error));
     return;
   }
-  uint64_t call_id = call->get<uint64_t>();
-  std::string tab_request_id = DumpJson(message.id);
-  // The agent sees an id that names the call and the tab's own id, so its
-  // answer finds the way back through any gateway.
-  nlohmann::json params = std::move(message.params);
-  params["_meta"].erase("relay/requestId");
-  if (params["_meta"].empty()) {
-    params.erase("_meta");
-  }
-  nlohmann::json request = {
-      {"jsonrpc", "2.0"},
-      {"id", absl::StrCat("relay/", call_id, "/", tab_request_id)},
-      {"method", message.method},
-      {"params", std::move(params)},
-  };
+  AgentRequest& to_agent = std::get<AgentRequest>(request);
   relay::v1::GatewayEvent event;
   auto* out = event.mutable_tab_request();
   out->set_tab_id(tab_id_);
-  out->set_call_id(call_id);
-  out->set_message(DumpJson(request));
-  out->set_tab_request_id(tab_request_id);
+  out->set_call_id(to_agent.call_id);
+  out->set_message(std::move(to_agent.message));
+  out->set_tab_request_id(std::move(to_agent.tab_request_id));
   state_.router->Send(announcement_.account, std::move(event));
 }
 

@@ -1,0 +1,130 @@
+#include "gateway/core/tab_protocol.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace relay::gateway {
+
+namespace {
+
+// _meta[key] of params, if params._meta is an object that has it.
+const nlohmann::json* Meta(const nlohmann::json& params, const char* key) {
+  if (!params.is_object()) {
+    return nullptr;
+  }
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) {
+    return nullptr;
+  }
+  auto it = meta->find(key);
+  return it == meta->end() ? nullptr : &*it;
+}
+
+// The string member key of object, or "".
+std::string StringMember(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) {
+    return {};
+  }
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool IsTabNotification(absl::string_view method) {
+  return method == "notifications/resources/updated" ||
+         method == "notifications/resources/list_changed" ||
+         method == "notifications/tools/list_changed" ||
+         method == "notifications/prompts/list_changed" || method == "notifications/progress" ||
+         method == "notifications/message";
+}
+
+}  // namespace
+
+std::optional<TabHello> ParseTabHello(absl::string_view text, int max_depth) {
+  auto decoded = DecodeMessage(text, max_depth);
+  auto* message = std::get_if<RpcMessage>(&decoded);
+  if (message == nullptr || message->kind != RpcMessage::Kind::kRequest ||
+      message->method != "relay/hello" || !message->params.is_object()) {
+    return std::nullopt;
+  }
+  auto ticket = message->params.find("ticket");
+  if (ticket == message->params.end() || !ticket->is_string()) {
+    return std::nullopt;
+  }
+  TabHello hello;
+  hello.id = std::move(message->id);
+  hello.ticket = ticket->get<std::string>();
+  if (auto client = message->params.find("client"); client != message->params.end()) {
+    hello.client_name = StringMember(*client, "name");
+    hello.client_version = StringMember(*client, "version");
+  }
+  return hello;
+}
+
+std::string EncodeHelloAnswer(const nlohmann::json& hello_id, const std::string& account,
+                              const std::string& role, const std::string& tab_id,
+                              uint32_t agents) {
+  nlohmann::json result = {
+      {"protocol", "1"}, {"account", account}, {"role", role},
+      {"tabId", tab_id}, {"agents", agents},
+  };
+  return EncodeResult(hello_id, DumpJson(result));
+}
+
+std::optional<TabNotice> ParseTabNotice(const RpcMessage& message) {
+  if (!IsTabNotification(message.method)) {
+    return std::nullopt;
+  }
+  TabNotice notice;
+  notice.method = message.method;
+  const nlohmann::json& params = message.params;
+  notice.uri = StringMember(params, "uri");
+  notice.level = StringMember(params, "level");
+  notice.progress_token = StringMember(params, "progressToken");
+  if (const nlohmann::json* line = Meta(params, "relay/line"); line && line->is_string()) {
+    notice.line = line->get<std::string>();
+  }
+  if (const nlohmann::json* call = Meta(params, "relay/requestId");
+      call && call->is_number_unsigned()) {
+    notice.call_id = call->get<uint64_t>();
+  }
+  if (notice.method == "notifications/resources/updated" && notice.uri.empty()) {
+    return std::nullopt;  // an update of nothing reaches no subscriber
+  }
+  notice.params = params.is_null() ? "{}" : DumpJson(params);
+  return notice;
+}
+
+bool IsRequestToAgent(absl::string_view method) {
+  return method == "sampling/createMessage" || method == "elicitation/create" ||
+         method == "roots/list";
+}
+
+std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message) {
+  const nlohmann::json* call = Meta(message.params, "relay/requestId");
+  if (call == nullptr || !call->is_number_unsigned()) {
+    return std::string(
+        "requests to the agent need params._meta[\"relay/requestId\"] naming the call in "
+        "progress");
+  }
+  AgentRequest out;
+  out.call_id = call->get<uint64_t>();
+  out.tab_request_id = DumpJson(message.id);
+  // The agent sees an id that names the call and the tab's own id, so its
+  // answer finds the way back through any gateway.
+  nlohmann::json params = std::move(message.params);
+  params["_meta"].erase("relay/requestId");
+  if (params["_meta"].empty()) {
+    params.erase("_meta");
+  }
+  nlohmann::json request = {
+      {"jsonrpc", "2.0"},
+      {"id", absl::StrCat("relay/", out.call_id, "/", out.tab_request_id)},
+      {"method", message.method},
+      {"params", std::move(params)},
+  };
+  out.message = DumpJson(request);
+  return out;
+}
+
+}  // namespace relay::gateway

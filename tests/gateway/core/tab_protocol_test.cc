@@ -1,0 +1,145 @@
+#include "gateway/core/tab_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace relay::gateway {
+namespace {
+
+RpcMessage Decoded(const std::string& text) {
+  auto decoded = DecodeMessage(text);
+  EXPECT_TRUE(std::holds_alternative<RpcMessage>(decoded)) << text;
+  return std::get<RpcMessage>(std::move(decoded));
+}
+
+TEST(TabHelloTest, ARelayHelloWithATicket) {
+  auto hello = ParseTabHello(
+      R"({"jsonrpc":"2.0","id":"h1","method":"relay/hello","params":{"ticket":"tk","client":{"name":"editor","version":"2.1"}}})",
+      100);
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->id, "h1");
+  EXPECT_EQ(hello->ticket, "tk");
+  EXPECT_EQ(hello->client_name, "editor");
+  EXPECT_EQ(hello->client_version, "2.1");
+}
+
+TEST(TabHelloTest, ClientInfoIsOptionalAndOnlyStringsCount) {
+  auto hello = ParseTabHello(
+      R"({"jsonrpc":"2.0","id":0,"method":"relay/hello","params":{"ticket":"tk","client":{"name":7}}})",
+      100);
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->id, 0);
+  EXPECT_EQ(hello->client_name, "");
+}
+
+TEST(TabHelloTest, AnythingElseIsNotAHello) {
+  for (const char* text : {
+           R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{}})",
+           R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"ticket":5}})",
+           R"({"jsonrpc":"2.0","id":1,"method":"relay/hello"})",
+           R"({"jsonrpc":"2.0","method":"relay/hello","params":{"ticket":"tk"}})",  // no id
+           R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"ticket":"tk"}})",
+           R"({"jsonrpc":"2.0","id":1,"result":{}})",
+           "not json",
+           R"([{"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"ticket":"tk"}}])",
+       }) {
+    EXPECT_FALSE(ParseTabHello(text, 100).has_value()) << text;
+  }
+  // Nested deeper than the limit: refused before it is parsed.
+  std::string deep = R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"ticket":"tk","x":)" +
+                     std::string(200, '[') + std::string(200, ']') + "}}";
+  EXPECT_FALSE(ParseTabHello(deep, 100).has_value());
+}
+
+TEST(TabHelloTest, TheAnswerNamesAccountRoleTabAndAgents) {
+  auto answer = nlohmann::json::parse(EncodeHelloAnswer("h1", "alice", "editor", "t-ab-3", 2));
+  EXPECT_EQ(answer["id"], "h1");
+  EXPECT_EQ(answer["result"]["protocol"], "1");
+  EXPECT_EQ(answer["result"]["account"], "alice");
+  EXPECT_EQ(answer["result"]["role"], "editor");
+  EXPECT_EQ(answer["result"]["tabId"], "t-ab-3");
+  EXPECT_EQ(answer["result"]["agents"], 2);
+}
+
+TEST(TabNoticeTest, TheNotificationsAgentsHearWithWhatTheRouterNeeds) {
+  auto notice = ParseTabNotice(Decoded(
+      R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"editor://view","_meta":{"relay/line":"view changed","relay/requestId":42}}})"));
+  ASSERT_TRUE(notice.has_value());
+  EXPECT_EQ(notice->method, "notifications/resources/updated");
+  EXPECT_EQ(notice->uri, "editor://view");
+  EXPECT_EQ(notice->line, "view changed");
+  EXPECT_EQ(notice->call_id, 42u);
+  EXPECT_EQ(nlohmann::json::parse(notice->params)["uri"], "editor://view");
+
+  auto progress = ParseTabNotice(Decoded(
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p1","progress":1}})"));
+  ASSERT_TRUE(progress.has_value());
+  EXPECT_EQ(progress->progress_token, "p1");
+  auto log = ParseTabNotice(Decoded(
+      R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}})"));
+  ASSERT_TRUE(log.has_value());
+  EXPECT_EQ(log->level, "info");
+  auto bare = ParseTabNotice(Decoded(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})"));
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->params, "{}");
+}
+
+TEST(TabNoticeTest, OthersAreDropped) {
+  for (const char* text : {
+           R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+           R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})",
+           R"({"jsonrpc":"2.0","method":"relay/anything"})",
+           R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{}})",
+           R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":7}})",
+       }) {
+    EXPECT_FALSE(ParseTabNotice(Decoded(text)).has_value()) << text;
+  }
+}
+
+TEST(AgentRequestTest, OnlySamplingElicitationAndRoots) {
+  EXPECT_TRUE(IsRequestToAgent("sampling/createMessage"));
+  EXPECT_TRUE(IsRequestToAgent("elicitation/create"));
+  EXPECT_TRUE(IsRequestToAgent("roots/list"));
+  EXPECT_FALSE(IsRequestToAgent("tools/call"));
+  EXPECT_FALSE(IsRequestToAgent("ping"));
+}
+
+TEST(AgentRequestTest, ReaddressedToFindItsWayBack) {
+  RpcMessage message = Decoded(
+      R"({"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"_meta":{"relay/requestId":9}}})");
+  auto request = ToAgentRequest(message);
+  ASSERT_TRUE(std::holds_alternative<AgentRequest>(request));
+  const AgentRequest& out = std::get<AgentRequest>(request);
+  EXPECT_EQ(out.call_id, 9u);
+  EXPECT_EQ(out.tab_request_id, R"("s1")");
+  auto sent = nlohmann::json::parse(out.message);
+  EXPECT_EQ(sent["id"], R"(relay/9/"s1")");
+  EXPECT_EQ(sent["method"], "sampling/createMessage");
+  EXPECT_FALSE(sent["params"].contains("_meta"));  // the relay's own key is not passed on
+  EXPECT_TRUE(sent["params"]["messages"].is_array());
+}
+
+TEST(AgentRequestTest, OtherMetaIsKept) {
+  RpcMessage message = Decoded(
+      R"({"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"_meta":{"relay/requestId":1,"x":true}}})");
+  auto request = ToAgentRequest(message);
+  ASSERT_TRUE(std::holds_alternative<AgentRequest>(request));
+  auto sent = nlohmann::json::parse(std::get<AgentRequest>(request).message);
+  EXPECT_EQ(sent["id"], "relay/1/3");
+  EXPECT_EQ(sent["params"]["_meta"], nlohmann::json({{"x", true}}));
+}
+
+TEST(AgentRequestTest, WithoutTheCallInProgressItIsRefused) {
+  for (const char* text : {
+           R"({"jsonrpc":"2.0","id":3,"method":"roots/list"})",
+           R"({"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"_meta":{"relay/requestId":"9"}}})",
+           R"({"jsonrpc":"2.0","id":3,"method":"roots/list","params":{"_meta":{"relay/requestId":-1}}})",
+       }) {
+    RpcMessage message = Decoded(text);
+    auto request = ToAgentRequest(message);
+    ASSERT_TRUE(std::holds_alternative<std::string>(request)) << text;
+    EXPECT_NE(std::get<std::string>(request).find("relay/requestId"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace relay::gateway
