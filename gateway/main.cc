@@ -1,34 +1,14 @@
 // relay-gateway: MCP for agents and the tab protocol for tabs, over HTTP/1.1
 // and WebSocket; gRPC inward to the router shards and authsvc.
-#include <thread>
-#include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <grpcpp/completion_queue.h>
+#include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
-#include "common/crypto.h"
 #include "common/flags.h"
-#include "common/cq_loop.h"
-#include "common/grpc_server.h"
 #include "common/log.h"
-#include "common/signals.h"
 #include "common/secret_file.h"
-#include "gateway/catalogue.h"
-#include "gateway/gateway_state.h"
-#include "gateway/rpc/grpc_clients.h"
-#include "gateway/listener.h"
-#include "gateway/mcp_dispatcher.h"
-#include "gateway/session_id.h"
-#include "gateway/http_session.h"
-#include "gateway/registry.h"
-#include "gateway/router_commands.h"
-#include "gateway/session_state.h"
-#include "gateway/tab_session.h"
-#include "gateway/trusted_proxies.h"
+#include "common/signals.h"
+#include "gateway/gateway.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:8080", "address:port to serve HTTP and WebSocket on");
 ABSL_FLAG(std::string, metrics_listen, "", "unused: the gateway serves /metrics on --listen");
@@ -72,172 +52,45 @@ int main(int argc, char** argv) {
   common::SetLogService("gateway");
   common::ParseFlagsWithEnv(argc, argv);
 
+  gateway::GatewayConfig config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.routers = common::SplitList(absl::GetFlag(FLAGS_router_addrs));
+  config.authsvc = absl::GetFlag(FLAGS_authsvc_addr);
   auto secret = common::ReadSecretFile(absl::GetFlag(FLAGS_session_secret_file));
   if (!secret.ok()) {
     common::Fatal("session secret unavailable", {{"error", secret.status().message()}});
   }
-  auto catalogue = gateway::CatalogueFile::Open(absl::GetFlag(FLAGS_catalogue));
-  if (!catalogue.ok()) {
-    common::Fatal("catalogue unavailable", {{"error", catalogue.status().message()}});
+  config.session_secret = *std::move(secret);
+  config.catalogue_path = absl::GetFlag(FLAGS_catalogue);
+  config.trusted_proxies = common::SplitList(absl::GetFlag(FLAGS_trusted_proxies));
+  config.gate = {.mcp_path = absl::GetFlag(FLAGS_mcp_path),
+                 .allowed_origins = common::SplitList(absl::GetFlag(FLAGS_allowed_origins)),
+                 .allowed_hosts = common::SplitList(absl::GetFlag(FLAGS_allowed_hosts))};
+  config.dispatch.call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  config.dispatch.max_json_depth = std::max(1, absl::GetFlag(FLAGS_max_json_depth));
+  config.dispatch.no_tab_message = absl::GetFlag(FLAGS_no_tab_message);
+  gateway::GatewayOptions& options = config.options;
+  options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
+  options.max_tab_message_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));
+  options.max_connections = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_connections));
+  options.header_timeout = absl::GetFlag(FLAGS_header_timeout);
+  options.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  options.tab_idle_timeout = absl::GetFlag(FLAGS_tab_ping_interval) * 2;
+  options.hello_timeout = absl::GetFlag(FLAGS_tab_hello_timeout);
+  options.sse_keepalive = absl::GetFlag(FLAGS_sse_keepalive);
+  config.threads = absl::GetFlag(FLAGS_threads);
+  config.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  config.catalogue_poll = absl::GetFlag(FLAGS_catalogue_poll);
+
+  auto gateway = gateway::Gateway::Start(std::move(config));
+  if (!gateway.ok()) {
+    common::Fatal(gateway.status().message());
   }
-  auto proxies = gateway::TrustedProxies::Parse(common::SplitList(absl::GetFlag(FLAGS_trusted_proxies)));
-  if (!proxies.ok()) {
-    common::Fatal(proxies.status().message());
-  }
-  std::vector<std::string> routers = common::SplitList(absl::GetFlag(FLAGS_router_addrs));
-  if (routers.empty()) {
-    common::Fatal("--router_addrs is empty");
-  }
-
-  gateway::SessionIdSigner signer(*std::move(secret));
-  gateway::EndedSessions ended;
-  gateway::TouchThrottle touches;
-  gateway::DispatchOptions dispatch_options;
-  dispatch_options.call_timeout = absl::GetFlag(FLAGS_call_timeout);
-  dispatch_options.max_json_depth = std::max(1, absl::GetFlag(FLAGS_max_json_depth));
-  dispatch_options.no_tab_message = absl::GetFlag(FLAGS_no_tab_message);
-  gateway::McpDispatcher dispatcher(signer, **catalogue, ended, dispatch_options);
-
-  gateway::GatewayState state;
-  state.gate = gateway::RequestGate({.mcp_path = absl::GetFlag(FLAGS_mcp_path),
-                                     .allowed_origins =
-                                         common::SplitList(absl::GetFlag(FLAGS_allowed_origins)),
-                                     .allowed_hosts =
-                                         common::SplitList(absl::GetFlag(FLAGS_allowed_hosts))});
-  state.options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
-  state.options.max_tab_message_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));
-  state.options.max_json_depth = dispatch_options.max_json_depth;
-  state.options.max_connections = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_connections));
-  state.options.header_timeout = absl::GetFlag(FLAGS_header_timeout);
-  state.options.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
-  state.options.tab_idle_timeout = absl::GetFlag(FLAGS_tab_ping_interval) * 2;
-  state.options.hello_timeout = absl::GetFlag(FLAGS_tab_hello_timeout);
-  state.options.sse_keepalive = absl::GetFlag(FLAGS_sse_keepalive);
-  state.gateway_id = common::HexEncode(common::RandomBytes(4));
-  state.dispatcher = &dispatcher;
-  state.ended = &ended;
-  state.touches = &touches;
-  state.proxies = &*proxies;
-
-  gateway::Registry<gateway::TabSession> tabs;
-  gateway::Registry<gateway::HttpSession> streams;
-  gateway::RouterCommands commands(tabs, streams, ended);
-  int threads = std::max(1, absl::GetFlag(FLAGS_threads));
-  boost::asio::io_context io(threads);
-  // Every gRPC completion of the gateway on one thread of its own.
-  common::CqLoop grpc_loop(std::make_unique<grpc::CompletionQueue>());
-  grpc_loop.Start();
-  auto auth = gateway::NewGrpcAuthClient(absl::GetFlag(FLAGS_authsvc_addr), grpc_loop);
-  auto router = gateway::NewGrpcRouterClient(
-      routers, state.gateway_id, commands, grpc_loop,
-      [&io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); });
-  commands.SetReady();
-  state.auth = auth.get();
-  state.router = router.get();
-  state.tabs = &tabs;
-  state.streams = &streams;
-
-  auto listener = gateway::Listener::Create(io, absl::GetFlag(FLAGS_listen), state);
-  if (!listener.ok()) {
-    common::Fatal(listener.status().message());
-  }
-  common::LogListening(absl::GetFlag(FLAGS_listen), (*listener)->port());
-  common::LogInfo("gateway started", {{"gateway", state.gateway_id}});
-  (*listener)->Run();
-
-  // The catalogue file is re-read when it changes; every open stream hears of it.
-  boost::asio::steady_timer catalogue_timer(io);
-  std::function<void()> watch_catalogue = [&] {
-    catalogue_timer.expires_after(absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catalogue_poll)));
-    catalogue_timer.async_wait([&](boost::system::error_code ec) {
-      if (ec) {
-        return;
-      }
-      auto before = (*catalogue)->Get();
-      auto changed = (*catalogue)->Refresh();
-      if (!changed.ok()) {
-        common::LogWarn("catalogue unreadable; keeping the last good one",
-                        {{"error", changed.status().message()}});
-      } else if (*changed) {
-        auto after = (*catalogue)->Get();
-        common::LogInfo("catalogue changed");
-        std::vector<std::string> notices;
-        if (before->tools != after->tools) {
-          notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
-        }
-        if (before->resources != after->resources ||
-            before->resource_templates != after->resource_templates) {
-          notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/resources/list_changed"})");
-        }
-        if (before->prompts != after->prompts) {
-          notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/prompts/list_changed"})");
-        }
-        for (auto& stream : streams.Snapshot()) {
-          for (const std::string& notice : notices) {
-            stream->PostNotice(notice);
-          }
-        }
-      }
-      watch_catalogue();
-    });
-  };
-  watch_catalogue();
-
-  std::vector<std::thread> pool;
-  for (int i = 0; i < threads; ++i) {
-    pool.emplace_back([&io] { io.run(); });
-  }
+  common::LogListening(absl::GetFlag(FLAGS_listen), (*gateway)->port());
+  common::LogInfo("gateway started", {{"gateway", (*gateway)->id()}});
 
   common::WaitForStopSignal();
-  // The drain (STYLE.md): stop accepting; new requests and tabs get 503 (any
-  // gateway serves any session); each tab answers the calls it has and is
-  // closed with 1001 once it has none; the calls of this gateway's agents
-  // finish, up to --drain_timeout, when those left get a clear error.
-  absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
-  common::LogInfo("draining", {{"calls", static_cast<int64_t>(router->CallsInFlight())},
-                               {"tabs", static_cast<int64_t>(tabs.size())},
-                               {"timeout_ms", absl::ToInt64Milliseconds(drain_timeout)}});
-  state.draining.store(true);
-  (*listener)->Stop();
-  boost::asio::post(io, [&catalogue_timer] { catalogue_timer.cancel(); });
-  for (auto& tab : tabs.Snapshot()) {
-    tab->PostDrain();
-  }
-  auto wait_until = [](absl::Time deadline, const std::function<bool()>& done) {
-    // Shutdown only: a short poll is simpler than a signal from every session.
-    while (!done() && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return done();
-  };
-  bool drained = wait_until(absl::Now() + drain_timeout, [&] {
-    return router->CallsInFlight() == 0 && tabs.size() == 0;
-  });
-  if (!drained) {
-    common::LogWarn("drain deadline passed; ending what is left",
-                    {{"calls", static_cast<int64_t>(router->CallsInFlight())},
-                     {"tabs", static_cast<int64_t>(tabs.size())}});
-    router->CancelAll(gateway::RouterClient::CancelReason::kShutdown);
-  }
-  for (auto& tab : tabs.Snapshot()) {
-    tab->PostGoingAway();
-  }
-  for (auto& stream : streams.Snapshot()) {
-    stream->PostGoingAway();
-  }
-  // Let the last answers and close frames go out (a second at most).
-  wait_until(absl::Now() + absl::Seconds(1),
-             [&] { return tabs.size() == 0 && streams.size() == 0; });
-  if (!drained) {
-    // The error answers CancelAll posted are written on the I/O threads.
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  common::LogInfo("stopped", {{"drained", drained}});
-  io.stop();
-  for (auto& thread : pool) {
-    thread.join();
-  }
+  (*gateway)->Drain();
   // gRPC completions may still be running on the loop thread: leave without
   // destroying what they point to.
   std::_Exit(0);

@@ -1,0 +1,214 @@
+#include "gateway/gateway.h"
+
+#include <functional>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <grpcpp/completion_queue.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/cq_loop.h"
+#include "common/crypto.h"
+#include "common/log.h"
+#include "gateway/catalogue.h"
+#include "gateway/http_session.h"
+#include "gateway/listener.h"
+#include "gateway/registry.h"
+#include "gateway/router_commands.h"
+#include "gateway/rpc/grpc_clients.h"
+#include "gateway/session_id.h"
+#include "gateway/session_state.h"
+#include "gateway/tab_session.h"
+#include "gateway/trusted_proxies.h"
+
+namespace relay::gateway {
+
+// What a Gateway owns, in the order it is built (and the reverse of the order
+// it is torn down in).
+class Gateway::Parts {
+ public:
+  Parts(GatewayConfig config, std::unique_ptr<CatalogueFile> catalogue, TrustedProxies proxies)
+      : config(std::move(config)),
+        catalogue(std::move(catalogue)),
+        proxies(std::move(proxies)),
+        signer(this->config.session_secret),
+        dispatcher(signer, *this->catalogue, ended, this->config.dispatch),
+        commands(tabs, streams, ended),
+        io(this->config.threads),
+        grpc_loop(std::make_unique<grpc::CompletionQueue>()),
+        catalogue_timer(io) {}
+
+  GatewayConfig config;
+  std::unique_ptr<CatalogueFile> catalogue;
+  TrustedProxies proxies;
+  SessionIdSigner signer;
+  EndedSessions ended;
+  TouchThrottle touches;
+  McpDispatcher dispatcher;
+  GatewayState state;
+  Registry<TabSession> tabs;
+  Registry<HttpSession> streams;
+  RouterCommands commands;
+  boost::asio::io_context io;
+  // Every gRPC completion of the gateway, on one thread of its own.
+  common::CqLoop grpc_loop;
+  std::unique_ptr<AuthClient> auth;
+  std::unique_ptr<RouterClient> router;
+  std::shared_ptr<Listener> listener;
+  boost::asio::steady_timer catalogue_timer;
+  std::vector<std::thread> threads;
+
+  // The catalogue file is re-read when it changes; every open stream hears of it.
+  void WatchCatalogue();
+};
+
+void Gateway::Parts::WatchCatalogue() {
+  catalogue_timer.expires_after(absl::ToChronoMilliseconds(config.catalogue_poll));
+  catalogue_timer.async_wait([this](boost::system::error_code ec) {
+    if (ec) {
+      return;
+    }
+    auto before = catalogue->Get();
+    auto changed = catalogue->Refresh();
+    if (!changed.ok()) {
+      common::LogWarn("catalogue unreadable; keeping the last good one",
+                      {{"error", changed.status().message()}});
+    } else if (*changed) {
+      auto after = catalogue->Get();
+      common::LogInfo("catalogue changed");
+      std::vector<std::string> notices;
+      if (before->tools != after->tools) {
+        notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+      }
+      if (before->resources != after->resources ||
+          before->resource_templates != after->resource_templates) {
+        notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/resources/list_changed"})");
+      }
+      if (before->prompts != after->prompts) {
+        notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/prompts/list_changed"})");
+      }
+      for (auto& stream : streams.Snapshot()) {
+        for (const std::string& notice : notices) {
+          stream->PostNotice(notice);
+        }
+      }
+    }
+    WatchCatalogue();
+  });
+}
+
+absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
+  if (config.routers.empty()) {
+    return absl::InvalidArgumentError("--router_addrs is empty");
+  }
+  auto catalogue = CatalogueFile::Open(config.catalogue_path);
+  if (!catalogue.ok()) {
+    return absl::Status(catalogue.status().code(),
+                        absl::StrCat("catalogue unavailable: ", catalogue.status().message()));
+  }
+  auto proxies = TrustedProxies::Parse(config.trusted_proxies);
+  if (!proxies.ok()) {
+    return proxies.status();
+  }
+  config.threads = std::max(1, config.threads);
+  auto parts = std::make_unique<Parts>(std::move(config), *std::move(catalogue),
+                                       *std::move(proxies));
+  Parts& p = *parts;
+  GatewayState& state = p.state;
+  state.gate = RequestGate(p.config.gate);
+  state.options = p.config.options;
+  state.options.max_json_depth = p.config.dispatch.max_json_depth;
+  state.gateway_id = common::HexEncode(common::RandomBytes(4));
+  state.dispatcher = &p.dispatcher;
+  state.ended = &p.ended;
+  state.touches = &p.touches;
+  state.proxies = &p.proxies;
+  state.tabs = &p.tabs;
+  state.streams = &p.streams;
+
+  p.grpc_loop.Start();
+  p.auth = NewGrpcAuthClient(p.config.authsvc, p.grpc_loop);
+  p.router = NewGrpcRouterClient(
+      p.config.routers, state.gateway_id, p.commands, p.grpc_loop,
+      [&io = p.io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); });
+  p.commands.SetReady();
+  state.auth = p.auth.get();
+  state.router = p.router.get();
+
+  auto listener = Listener::Create(p.io, p.config.listen, state);
+  if (!listener.ok()) {
+    return listener.status();
+  }
+  p.listener = *std::move(listener);
+  p.listener->Run();
+  p.WatchCatalogue();
+  for (int i = 0; i < p.config.threads; ++i) {
+    p.threads.emplace_back([&io = p.io] { io.run(); });
+  }
+  return std::unique_ptr<Gateway>(new Gateway(std::move(parts)));
+}
+
+Gateway::Gateway(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+// The process leaves with _Exit after Drain (gRPC completions may still be
+// running on the loop thread, and sessions hold references into the parts):
+// the parts are not destroyed.
+Gateway::~Gateway() { (void)parts_.release(); }
+
+int Gateway::port() const { return parts_->listener->port(); }
+
+const std::string& Gateway::id() const { return parts_->state.gateway_id; }
+
+bool Gateway::Drain() {
+  Parts& p = *parts_;
+  common::LogInfo("draining", {{"calls", static_cast<int64_t>(p.router->CallsInFlight())},
+                               {"tabs", static_cast<int64_t>(p.tabs.size())},
+                               {"timeout_ms", absl::ToInt64Milliseconds(p.config.drain_timeout)}});
+  p.state.draining.store(true);
+  p.listener->Stop();
+  boost::asio::post(p.io, [&p] { p.catalogue_timer.cancel(); });
+  for (auto& tab : p.tabs.Snapshot()) {
+    tab->PostDrain();
+  }
+  auto wait_until = [](absl::Time deadline, const std::function<bool()>& done) {
+    // Shutdown only: a short poll is simpler than a signal from every session.
+    while (!done() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return done();
+  };
+  bool drained = wait_until(absl::Now() + p.config.drain_timeout, [&p] {
+    return p.router->CallsInFlight() == 0 && p.tabs.size() == 0;
+  });
+  if (!drained) {
+    common::LogWarn("drain deadline passed; ending what is left",
+                    {{"calls", static_cast<int64_t>(p.router->CallsInFlight())},
+                     {"tabs", static_cast<int64_t>(p.tabs.size())}});
+    p.router->CancelAll(RouterClient::CancelReason::kShutdown);
+  }
+  for (auto& tab : p.tabs.Snapshot()) {
+    tab->PostGoingAway();
+  }
+  for (auto& stream : p.streams.Snapshot()) {
+    stream->PostGoingAway();
+  }
+  // Let the last answers and close frames go out (a second at most).
+  wait_until(absl::Now() + absl::Seconds(1),
+             [&p] { return p.tabs.size() == 0 && p.streams.size() == 0; });
+  if (!drained) {
+    // The error answers CancelAll posted are written on the I/O threads.
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  common::LogInfo("stopped", {{"drained", drained}});
+  p.io.stop();
+  for (auto& thread : p.threads) {
+    thread.join();
+  }
+  return drained;
+}
+
+}  // namespace relay::gateway
