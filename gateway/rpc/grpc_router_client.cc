@@ -8,11 +8,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/batch_queue.h"
 #include "common/cq_loop.h"
 #include "common/log.h"
 #include "gateway/rpc/channel.h"
 #include "gateway/rpc/grpc_clients.h"
+#include "gateway/rpc/router_link.h"
 #include "gateway/shard_picker.h"
 #include "relay/v1/router.grpc.pb.h"
 
@@ -24,10 +24,6 @@ using relay::v1::GatewayEvent;
 using relay::v1::RouterBatch;
 using relay::v1::RouterCommand;
 
-// A batch is cut here so that one large message does not hold up the rest.
-constexpr size_t kBatchBytes = 1 << 20;
-// A router that stops reading: events wait up to this much, then the link ends.
-constexpr size_t kMaxQueuedBytes = 256 << 20;
 
 ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
   ForwardOutcome outcome;
@@ -68,112 +64,7 @@ ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
   return outcome;
 }
 
-class Shard;
-
-// One link to one router shard, driven by the gateway's gRPC thread (a
-// common::CqLoop) through the completion-queue API; the I/O threads only queue
-// events and start writes. Writes: one in flight; whatever is sent meanwhile
-// goes out together as the next batch, so a lone call never waits for a batch
-// to fill and a loaded link writes many calls at once. Once its stream has
-// finished it tells the shard (which starts another) and, when no operation
-// of it is still in flight and nobody holds it, deletes itself.
-class RouterLink {
- public:
-  RouterLink(Shard& shard, relay::v1::Router::Stub& stub, common::CqLoop& loop,
-             const Deferrer& defer);
-
-  // Any thread. False once the link has ended: the event is dropped.
-  bool Send(GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_) {
-    size_t bytes = event.ByteSizeLong();
-    bool flush = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (closed_) {
-        return false;
-      }
-      if (!queue_.Push(std::move(event), bytes)) {
-        common::LogWarn("router not reading its link; ending it");
-        closed_ = true;
-        context_.TryCancel();
-        return false;
-      }
-      // A write in flight takes what waits when it completes; otherwise one
-      // deferred flush takes everything of this turn.
-      if (!queue_.writing() && !flush_pending_) {
-        flush_pending_ = true;
-        flush = true;
-      }
-    }
-    if (flush) {
-      Ref();
-      defer_([this] {
-        {
-          absl::MutexLock lock(&mu_);
-          flush_pending_ = false;
-          StartWriteLocked();
-        }
-        Unref();
-      });
-    }
-    return true;
-  }
-
-  // Starts the stream; events sent before are written once it is started.
-  void Start() ABSL_LOCKS_EXCLUDED(mu_);
-  void Cancel() { context_.TryCancel(); }
-
-  // The link deletes itself when its stream has finished and nobody else
-  // holds it (a deferred flush, or Stop while it cancels it).
-  void Ref() { refs_.fetch_add(1); }
-  void Unref() {
-    if (refs_.fetch_sub(1) == 1) {
-      delete this;
-    }
-  }
-
- private:
-  enum class Op { kStarted, kMetadata, kRead, kWritten, kFinished };
-  class OpTag final : public common::CqTag {
-   public:
-    OpTag(RouterLink* link, Op op) : link_(link), op_(op) {}
-    void Proceed(bool ok) override { link_->OnCompleted(op_, ok); }
-
-   private:
-    RouterLink* link_;
-    Op op_;
-  };
-  common::CqTag* TagFor(Op op) { return &tags_[static_cast<int>(op)]; }
-
-  // On the loop thread.
-  void OnCompleted(Op op, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
-  void Dispatch();
-  void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Finish once the read side has ended and no write is in flight.
-  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  std::atomic<int> refs_{1};  // the stream's own, dropped once it finished
-  Shard& shard_;
-  common::CqLoop& loop_;
-  const Deferrer& defer_;
-  OpTag tags_[5] = {{this, Op::kStarted}, {this, Op::kMetadata}, {this, Op::kRead},
-                    {this, Op::kWritten}, {this, Op::kFinished}};
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientAsyncReaderWriter<GatewayBatch, RouterBatch>> stream_;
-  RouterBatch in_;            // the loop thread's alone
-  grpc::Status status_;       // set by Finish
-  absl::Mutex mu_;
-  common::BatchQueue<GatewayBatch, GatewayEvent, &GatewayBatch::add_events> queue_
-      ABSL_GUARDED_BY(mu_){kBatchBytes, kMaxQueuedBytes};
-  bool started_ ABSL_GUARDED_BY(mu_) = false;  // the start's tag is back
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;        // no more writes
-  bool reading_ended_ ABSL_GUARDED_BY(mu_) = false;
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  bool flush_pending_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-// One router shard: its channel, its current link, and the calls waiting for
-// an answer on it.
-class Shard {
+class Shard final : public RouterLinkOwner {
  public:
   Shard(size_t index, const std::string& address, std::string gateway_id,
         RouterCommandSink& sink, std::atomic<uint64_t>& next_ref, common::CqLoop& loop,
@@ -181,8 +72,6 @@ class Shard {
       : index_(index), address_(address), gateway_id_(std::move(gateway_id)), sink_(sink),
         next_ref_(next_ref), loop_(loop), defer_(defer),
         stub_(relay::v1::Router::NewStub(MakeChannel(address))) {}
-
-  RouterCommandSink& sink() { return sink_; }
 
   // Starts a link (at start, and from the relink alarm).
   void Link() ABSL_LOCKS_EXCLUDED(mu_) {
@@ -284,6 +173,24 @@ class Shard {
     }
   }
 
+  // The one place where the router's commands are told apart: a call's own
+  // events go to its waiter, the rest to the gateway's sessions.
+  void OnBatch(RouterBatch& batch) override {
+    for (RouterCommand& command : *batch.mutable_commands()) {
+      switch (command.command_case()) {
+        case RouterCommand::kCallEvent:
+          OnCallEvent(*command.mutable_call_event());
+          break;
+        case RouterCommand::kCallDone:
+          OnCallDone(*command.mutable_call_done());
+          break;
+        default:
+          sink_.OnCommand(command);
+          break;
+      }
+    }
+  }
+
   void OnCallEvent(relay::v1::CallEvent& event) ABSL_LOCKS_EXCLUDED(calls_mu_) {
     // Under the lock: a Cancel on another thread takes the call only after
     // this event is handed over, so the waiter hears it before the end.
@@ -301,8 +208,7 @@ class Shard {
     }
   }
 
-  // Called by the link in OnDone, before it deletes itself.
-  void OnLinkEnded(RouterLink* link, const grpc::Status& status)
+  void OnLinkEnded(RouterLink* link, const grpc::Status& status) override
       ABSL_LOCKS_EXCLUDED(mu_, calls_mu_) {
     bool stopping;
     {
@@ -343,8 +249,7 @@ class Shard {
     ScheduleRelinkLocked();
   }
 
-  // The router answered the link's start: it is up.
-  void LinkEstablished() ABSL_LOCKS_EXCLUDED(mu_) {
+  void OnLinkEstablished() override ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     backoff_ = absl::ZeroDuration();
     up_.store(true);
@@ -439,113 +344,6 @@ class Shard {
   absl::Mutex calls_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> calls_ ABSL_GUARDED_BY(calls_mu_);
 };
-
-RouterLink::RouterLink(Shard& shard, relay::v1::Router::Stub& stub, common::CqLoop& loop,
-                       const Deferrer& defer)
-    : shard_(shard), loop_(loop), defer_(defer) {
-  // The link waits for the router instead of failing while it is down, so
-  // that it is up again as soon as the channel reconnects (within the
-  // channel's 1 s reconnect backoff of a router's restart). Calls do not
-  // wait: they fail at once while the link is not up.
-  context_.set_wait_for_ready(true);
-  stream_ = stub.PrepareAsyncLink(&context_, loop.cq());
-}
-
-void RouterLink::Start() {
-  absl::MutexLock lock(&mu_);
-  stream_->StartCall(TagFor(Op::kStarted));
-  // The router sends its initial metadata at once: the link is up.
-  stream_->ReadInitialMetadata(TagFor(Op::kMetadata));
-}
-
-void RouterLink::OnCompleted(Op op, bool ok) {
-  bool read_more = false;
-  switch (op) {
-    case Op::kStarted: {
-      // The start sent the call's metadata with the stream's write operations:
-      // the first write (the hello) may go only now. A failed start fails the
-      // reads too.
-      {
-        absl::MutexLock lock(&mu_);
-        started_ = true;
-        StartWriteLocked();
-        MaybeFinishLocked();  // Finish waits for the start's tag
-      }
-      return;
-    }
-    case Op::kMetadata:
-      if (ok) {
-        shard_.LinkEstablished();
-      }
-      read_more = ok;
-      break;
-    case Op::kRead:
-      if (ok) {
-        Dispatch();
-      }
-      read_more = ok;
-      break;
-    case Op::kWritten: {
-      absl::MutexLock lock(&mu_);
-      queue_.Written();
-      if (ok) {
-        StartWriteLocked();
-      } else {
-        closed_ = true;  // the stream is broken; its read side ends it
-      }
-      MaybeFinishLocked();
-      return;
-    }
-    case Op::kFinished:
-      shard_.OnLinkEnded(this, status_);
-      Unref();
-      return;
-  }
-  absl::MutexLock lock(&mu_);
-  if (read_more && !loop_.stopping()) {
-    stream_->Read(&in_, TagFor(Op::kRead));
-    return;
-  }
-  reading_ended_ = true;
-  closed_ = true;
-  MaybeFinishLocked();
-}
-
-void RouterLink::Dispatch() {
-  // The one place where the router's commands are told apart: a call's own
-  // events go to its waiter, the rest to the gateway's sessions.
-  for (RouterCommand& command : *in_.mutable_commands()) {
-    switch (command.command_case()) {
-      case RouterCommand::kCallEvent:
-        shard_.OnCallEvent(*command.mutable_call_event());
-        break;
-      case RouterCommand::kCallDone:
-        shard_.OnCallDone(*command.mutable_call_done());
-        break;
-      default:
-        shard_.sink().OnCommand(command);
-        break;
-    }
-  }
-  in_.Clear();
-}
-
-void RouterLink::StartWriteLocked() {
-  if (closed_ || !started_ || loop_.stopping()) {
-    return;
-  }
-  if (GatewayBatch* batch = queue_.Next()) {
-    stream_->Write(*batch, TagFor(Op::kWritten));
-  }
-}
-
-void RouterLink::MaybeFinishLocked() {
-  if (!reading_ended_ || !started_ || finishing_ || queue_.writing() || loop_.stopping()) {
-    return;
-  }
-  finishing_ = true;
-  stream_->Finish(&status_, TagFor(Op::kFinished));
-}
 
 class GrpcRouterClient final : public RouterClient {
  public:
