@@ -7,8 +7,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "gateway/core/request_gate.h"
-#include "gateway/gateway_state.h"
-#include "gateway/mcp_dispatcher.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/core/mcp_dispatcher.h"
 
 namespace relay::gateway {
 

@@ -6,7 +6,7 @@
 #include <variant>
 
 #include "absl/strings/string_view.h"
-#include "gateway/jsonrpc.h"
+#include "gateway/core/jsonrpc.h"
 #include "nlohmann/json.hpp"
 
 namespace relay::gateway {

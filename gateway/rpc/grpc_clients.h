@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "gateway/auth_client.h"
-#include "gateway/router_client.h"
+#include "gateway/rpc/auth_client.h"
+#include "gateway/rpc/router_client.h"
 
 namespace relay::common {
 class CqLoop;

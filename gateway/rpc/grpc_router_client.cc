@@ -13,7 +13,7 @@
 #include "gateway/rpc/channel.h"
 #include "gateway/rpc/grpc_clients.h"
 #include "gateway/rpc/router_link.h"
-#include "gateway/shard_picker.h"
+#include "gateway/core/shard_picker.h"
 #include "relay/v1/router.grpc.pb.h"
 
 namespace relay::gateway {

@@ -2,8 +2,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gateway/catalogue.h"
-#include "gateway/jsonrpc.h"
+#include "gateway/core/catalogue.h"
+#include "gateway/core/jsonrpc.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <memory>
 
-#include "gateway/catalogue.h"
-#include "gateway/mcp_dispatcher.h"
-#include "gateway/session_id.h"
-#include "gateway/session_state.h"
+#include "gateway/core/catalogue.h"
+#include "gateway/core/mcp_dispatcher.h"
+#include "gateway/core/session_id.h"
+#include "gateway/core/session_state.h"
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "gateway/catalogue.h"
-#include "gateway/mcp_dispatcher.h"
-#include "gateway/session_id.h"
-#include "gateway/session_state.h"
+#include "gateway/core/catalogue.h"
+#include "gateway/core/mcp_dispatcher.h"
+#include "gateway/core/session_id.h"
+#include "gateway/core/session_state.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gateway/jsonrpc.h"
+#include "gateway/core/jsonrpc.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace relay::gateway;

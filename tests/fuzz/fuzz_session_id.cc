@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gateway/session_id.h"
+#include "gateway/core/session_id.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const relay::gateway::SessionIdSigner signer(std::string(32, 's'));

@@ -2,9 +2,9 @@
 
 #include <atomic>
 
-#include "gateway/registry.h"
-#include "gateway/router_client.h"
-#include "gateway/session_state.h"
+#include "gateway/net/registry.h"
+#include "gateway/rpc/router_client.h"
+#include "gateway/core/session_state.h"
 
 namespace relay::gateway {
 

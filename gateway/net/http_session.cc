@@ -1,4 +1,4 @@
-#include "gateway/http_session.h"
+#include "gateway/net/http_session.h"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -11,11 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
-#include "gateway/jsonrpc.h"
-#include "gateway/registry.h"
-#include "gateway/session_state.h"
-#include "gateway/tab_session.h"
-#include "gateway/trusted_proxies.h"
+#include "gateway/core/jsonrpc.h"
+#include "gateway/net/registry.h"
+#include "gateway/core/session_state.h"
+#include "gateway/net/tab_session.h"
+#include "gateway/core/trusted_proxies.h"
 #include "relay/v1/router.pb.h"
 
 namespace relay::gateway {

@@ -11,10 +11,10 @@
 #include <boost/beast/http.hpp>
 
 #include "absl/strings/string_view.h"
-#include "gateway/auth_client.h"
-#include "gateway/gateway_state.h"
-#include "gateway/mcp_dispatcher.h"
-#include "gateway/router_client.h"
+#include "gateway/rpc/auth_client.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/core/mcp_dispatcher.h"
+#include "gateway/rpc/router_client.h"
 
 namespace relay::gateway {
 

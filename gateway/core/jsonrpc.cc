@@ -1,5 +1,5 @@
 #include "absl/strings/string_view.h"
-#include "gateway/jsonrpc.h"
+#include "gateway/core/jsonrpc.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "gateway/trusted_proxies.h"
+#include "gateway/core/trusted_proxies.h"
 
 #include "gtest/gtest.h"
 

@@ -16,11 +16,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "gateway/auth_client.h"
-#include "gateway/gateway_state.h"
-#include "gateway/jsonrpc.h"
-#include "gateway/rate_limiter.h"
-#include "gateway/router_client.h"
+#include "gateway/rpc/auth_client.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/core/jsonrpc.h"
+#include "gateway/core/rate_limiter.h"
+#include "gateway/rpc/router_client.h"
 
 namespace relay::gateway {
 

@@ -1,4 +1,4 @@
-#include "gateway/rate_limiter.h"
+#include "gateway/core/rate_limiter.h"
 
 #include <algorithm>
 

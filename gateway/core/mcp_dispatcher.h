@@ -7,11 +7,11 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "gateway/catalogue.h"
-#include "gateway/jsonrpc.h"
-#include "gateway/router_client.h"
-#include "gateway/session_id.h"
-#include "gateway/session_state.h"
+#include "gateway/core/catalogue.h"
+#include "gateway/core/jsonrpc.h"
+#include "gateway/rpc/router_client.h"
+#include "gateway/core/session_id.h"
+#include "gateway/core/session_state.h"
 
 namespace relay::gateway {
 

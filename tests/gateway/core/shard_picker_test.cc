@@ -1,4 +1,4 @@
-#include "gateway/shard_picker.h"
+#include "gateway/core/shard_picker.h"
 
 #include <map>
 

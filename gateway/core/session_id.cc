@@ -1,5 +1,5 @@
 #include "absl/strings/string_view.h"
-#include "gateway/session_id.h"
+#include "gateway/core/session_id.h"
 
 #include <vector>
 

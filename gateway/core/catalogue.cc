@@ -1,5 +1,5 @@
 #include "absl/strings/string_view.h"
-#include "gateway/catalogue.h"
+#include "gateway/core/catalogue.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "gateway/jsonrpc.h"
+#include "gateway/core/jsonrpc.h"
 #include "nlohmann/json.hpp"
 
 namespace relay::gateway {

@@ -1,7 +1,7 @@
-#include "gateway/router_commands.h"
+#include "gateway/net/router_commands.h"
 
-#include "gateway/http_session.h"
-#include "gateway/tab_session.h"
+#include "gateway/net/http_session.h"
+#include "gateway/net/tab_session.h"
 #include "relay/v1/router.pb.h"
 
 namespace relay::gateway {

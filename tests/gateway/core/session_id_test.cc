@@ -1,4 +1,4 @@
-#include "gateway/session_id.h"
+#include "gateway/core/session_id.h"
 
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"

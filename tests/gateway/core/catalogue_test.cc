@@ -1,4 +1,4 @@
-#include "gateway/catalogue.h"
+#include "gateway/core/catalogue.h"
 
 #include <unistd.h>
 

@@ -7,7 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "absl/status/statusor.h"
-#include "gateway/gateway_state.h"
+#include "gateway/net/gateway_state.h"
 
 namespace relay::gateway {
 

@@ -1,4 +1,4 @@
-#include "gateway/tab_session.h"
+#include "gateway/net/tab_session.h"
 
 #include <boost/asio/post.hpp>
 
@@ -7,8 +7,8 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/core/tab_protocol.h"
-#include "gateway/jsonrpc.h"
-#include "gateway/registry.h"
+#include "gateway/core/jsonrpc.h"
+#include "gateway/net/registry.h"
 #include "relay/v1/router.pb.h"
 
 namespace relay::gateway {

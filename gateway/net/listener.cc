@@ -1,4 +1,4 @@
-#include "gateway/listener.h"
+#include "gateway/net/listener.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "gateway/http_session.h"
+#include "gateway/net/http_session.h"
 
 namespace relay::gateway {
 

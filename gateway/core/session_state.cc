@@ -1,4 +1,4 @@
-#include "gateway/session_state.h"
+#include "gateway/core/session_state.h"
 
 namespace relay::gateway {
 

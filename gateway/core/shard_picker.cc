@@ -1,5 +1,5 @@
 #include "absl/strings/string_view.h"
-#include "gateway/shard_picker.h"
+#include "gateway/core/shard_picker.h"
 
 namespace relay::gateway {
 namespace {

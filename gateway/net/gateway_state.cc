@@ -1,5 +1,5 @@
 #include "absl/strings/string_view.h"
-#include "gateway/gateway_state.h"
+#include "gateway/net/gateway_state.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

@@ -1,4 +1,4 @@
-#include "gateway/mcp_dispatcher.h"
+#include "gateway/core/mcp_dispatcher.h"
 
 #include <unistd.h>
 
