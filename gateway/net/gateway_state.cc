@@ -40,6 +40,10 @@ std::string GatewayState::RenderMetrics() const {
            static_cast<double>(metrics.tabs_connected.value() - metrics.tabs_disconnected.value()));
   text.Add("relay_gateway_router_shards_up", "Router shards with a live link.", "gauge",
            router->ShardsUp());
+  text.Add("relay_gateway_calls_in_flight", "Calls of this gateway's agents waiting for a tab.",
+           "gauge", router->CallsInFlight());
+  text.Add("relay_gateway_draining", "1 while the gateway drains after SIGTERM.", "gauge",
+           draining.load() ? 1 : 0);
   return text.str();
 }
 

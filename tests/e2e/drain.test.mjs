@@ -74,6 +74,10 @@ test('a call in flight at SIGTERM is answered; then the tab gets 1001 and the ga
   // New work goes elsewhere while the call in flight finishes: a new connection is refused,
   // a request on an open one gets 503 (any gateway serves any session), and so does /readyz.
   await waitUntil(async () => (await open.request('GET', '/readyz')).status === 503, 'the gateway drains');
+  // Operators see it drain, with the one call it waits for.
+  const metrics = (await open.request('GET', '/metrics')).body;
+  assert.match(metrics, /^relay_gateway_draining 1$/m);
+  assert.match(metrics, /^relay_gateway_calls_in_flight 1$/m);
   const connectError = await new Promise((resolve) => {
     const socket = net.connect(gateway.port, '127.0.0.1');
     socket.once('connect', () => { socket.destroy(); resolve(null); });
