@@ -12,10 +12,10 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/core/jsonrpc.h"
-#include "gateway/net/registry.h"
 #include "gateway/core/session_state.h"
-#include "gateway/net/tab_session.h"
 #include "gateway/core/trusted_proxies.h"
+#include "gateway/net/registry.h"
+#include "gateway/net/tab_session.h"
 #include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
@@ -36,26 +36,14 @@ constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
 
-std::string JsonMessage(absl::string_view message) {
-  nlohmann::json body = {{"error", std::string(message)}};
-  return DumpJson(body);
-}
-
-std::string Chunk(absl::string_view data) {
-  return absl::StrCat(absl::Hex(data.size()), "\r\n", data, "\r\n");
-}
-
-absl::string_view Reason(int status) {
-  auto reason = http::obsolete_reason(static_cast<http::status>(status));
-  return absl::string_view(reason.data(), reason.size());
-}
 
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
     : stream_(std::move(socket)), state_(state), slot_(&state.connections),
       keepalive_timer_(stream_.get_executor()),
-      call_timer_(stream_.get_executor()) {}
+      call_timer_(stream_.get_executor()),
+      out_(kMaxQueuedBytes) {}
 
 void HttpSession::Run() {
   // Start on the strand: the socket was accepted on another one.
@@ -155,7 +143,7 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
     case GateDecision::Kind::kRefuse:
       state_.metrics.http_requests.Add();
       keep_alive_ = keep_alive_ && !decision.close;
-      return Respond(decision.status, "application/json", JsonMessage(decision.message),
+      return Respond(decision.status, "application/json", JsonErrorBody(decision.message),
                      decision.extra_headers);
     case GateDecision::Kind::kTab:
       state_.metrics.http_requests.Add();
@@ -175,7 +163,7 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
     if (auto left = state_.lockouts.Remaining(ClientAddress(), absl::Now())) {
       state_.metrics.locked_out.Add();
       return Respond(429, "application/json",
-                     JsonMessage("too many failed attempts from this address; retry later"),
+                     JsonErrorBody("too many failed attempts from this address; retry later"),
                      absl::StrCat("Retry-After: ", absl::ToInt64Seconds(absl::Ceil(*left, absl::Seconds(1))),
                                   "\r\n"));
     }
@@ -228,7 +216,7 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
     case AuthVerdict::Kind::kInvalid:
       state_.metrics.unauthorized.Add();
       return Respond(401, "application/json",
-                     JsonMessage("missing or invalid bearer token; create a token in the "
+                     JsonErrorBody("missing or invalid bearer token; create a token in the "
                                  "editor's account menu and send it as Authorization: Bearer "
                                  "<token>"),
                      absl::StrCat("WWW-Authenticate: ", kUnauthorized, "\r\n"));
@@ -239,7 +227,7 @@ void HttpSession::OnVerified(AuthVerdict verdict) {
         state_.lockouts.Put(client_address_, now + absl::Seconds(verdict.retry_after_seconds), now);
       }
       return Respond(429, "application/json",
-                     JsonMessage("too many failed attempts from this address; retry later"),
+                     JsonErrorBody("too many failed attempts from this address; retry later"),
                      absl::StrCat("Retry-After: ", verdict.retry_after_seconds, "\r\n"));
     case AuthVerdict::Kind::kUnavailable:
       state_.metrics.auth_unavailable.Add();
@@ -660,7 +648,7 @@ void HttpSession::ScheduleKeepAlive() {
       return;
     }
     // A comment line: proxies see traffic and do not cut an idle stream.
-    self->Enqueue(Chunk(": keep-alive\n\n"));
+    self->Enqueue(EncodeSseKeepAlive());
     self->ScheduleKeepAlive();
   });
 }
@@ -676,15 +664,8 @@ void HttpSession::Respond(int status, absl::string_view content_type, absl::stri
   if (body_pending) {
     keep_alive_ = false;
   }
-  std::string head = absl::StrCat("HTTP/1.1 ", status, " ", Reason(status),
-                                  "\r\nServer: mcp-tab-relay\r\n", extra_headers);
-  if (!body.empty()) {
-    absl::StrAppend(&head, "Content-Type: ", content_type, "\r\n");
-  }
-  absl::StrAppend(&head, "Content-Length: ", body.size(), "\r\n",
-                  keep_alive_ ? "" : "Connection: close\r\n", "\r\n", body);
   then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
-  Enqueue(std::move(head));
+  Enqueue(EncodeResponse(status, content_type, body, extra_headers, keep_alive_));
 }
 
 void HttpSession::Reply(const HttpReply& reply) {
@@ -696,36 +677,31 @@ void HttpSession::Reply(const HttpReply& reply) {
 }
 
 void HttpSession::ReplyText(int status, absl::string_view message) {
-  Respond(status, "application/json", JsonMessage(message));
+  Respond(status, "application/json", JsonErrorBody(message));
 }
 
 void HttpSession::StartSse(absl::string_view extra_headers) {
   sse_ = true;
   then_ = Then::kNothing;
-  Enqueue(absl::StrCat("HTTP/1.1 200 OK\r\nServer: mcp-tab-relay\r\n", extra_headers,
-                       "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                       "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  Enqueue(EncodeSseHead(extra_headers));
 }
 
 void HttpSession::SendEvent(absl::string_view message, uint64_t event_id) {
-  std::string event = event_id == 0 ? "" : absl::StrCat("id: ", event_id, "\n");
-  absl::StrAppend(&event, "event: message\ndata: ", message, "\n\n");
-  Enqueue(Chunk(event));
+  Enqueue(EncodeSseEvent(message, event_id));
 }
 
 void HttpSession::EndSse() {
   // A keep-alive whose timer already fired must not follow the last chunk.
   sse_ = false;
   then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
-  Enqueue("0\r\n\r\n");
+  Enqueue(std::string(kLastChunk));
 }
 
 void HttpSession::Enqueue(std::string bytes) {
   if (phase_ == Phase::kClosed) {
     return;
   }
-  queued_bytes_ += bytes.size();
-  if (queued_bytes_ > kMaxQueuedBytes) {
+  if (!out_.Push(std::move(bytes))) {
     // A client that keeps a stream open but does not read: let it go rather
     // than hold its events without bound.
     common::LogWarn("agent stream not read; closing it");
@@ -736,28 +712,29 @@ void HttpSession::Enqueue(std::string bytes) {
     phase_ = Phase::kClosed;
     return;
   }
-  out_.push_back(std::move(bytes));
-  if (!writing_) {
+  if (out_.ready()) {
     DoWrite();
   }
 }
 
 void HttpSession::DoWrite() {
-  writing_ = true;
-  asio::async_write(stream_.socket(), asio::buffer(out_.front()),
+  // Everything queued goes out in one gathered write.
+  std::vector<asio::const_buffer> buffers;
+  for (const std::string& bytes : out_.StartWrite()) {
+    buffers.push_back(asio::buffer(bytes));
+  }
+  asio::async_write(stream_.socket(), buffers,
                     beast::bind_front_handler(&HttpSession::OnWrite, shared_from_this()));
 }
 
 void HttpSession::OnWrite(beast::error_code ec, size_t) {
-  writing_ = false;
+  out_.Written();
   if (ec) {
     CancelCall(RouterClient::CancelReason::kAgentGone);
     CloseStream();
     return Close();
   }
-  queued_bytes_ -= out_.front().size();
-  out_.pop_front();
-  if (!out_.empty()) {
+  if (out_.ready()) {
     return DoWrite();
   }
   if (then_ == Then::kNothing) {

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "gateway/rpc/auth_client.h"
 #include "gateway/net/gateway_state.h"
+#include "gateway/core/http_framing.h"
 #include "gateway/core/mcp_dispatcher.h"
 #include "gateway/rpc/router_client.h"
 
@@ -127,9 +128,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>, public Cal
   uint64_t call_ref_ = 0;
   uint64_t call_seq_ = 0;  // counts this connection's calls, for the timer's handlers
   boost::asio::steady_timer call_timer_;
-  std::deque<std::string> out_;
-  size_t queued_bytes_ = 0;
-  bool writing_ = false;
+  OutputQueue out_;
   // GET stream
   uint64_t stream_id_ = 0;
   std::string stream_session_;

@@ -1,0 +1,69 @@
+#include "gateway/core/http_framing.h"
+
+#include <gtest/gtest.h>
+
+namespace relay::gateway {
+namespace {
+
+TEST(HttpFramingTest, AWholeResponse) {
+  EXPECT_EQ(EncodeResponse(404, "application/json", R"({"error":"x"})", "", true),
+            "HTTP/1.1 404 Not Found\r\nServer: mcp-tab-relay\r\n"
+            "Content-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"error\":\"x\"}");
+  EXPECT_EQ(EncodeResponse(202, "application/json", "", "Mcp-Session-Id: s\r\n", false),
+            "HTTP/1.1 202 Accepted\r\nServer: mcp-tab-relay\r\nMcp-Session-Id: s\r\n"
+            "Content-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
+TEST(HttpFramingTest, ReasonPhrases) {
+  EXPECT_EQ(ReasonPhrase(200), "OK");
+  EXPECT_EQ(ReasonPhrase(429), "Too Many Requests");
+  EXPECT_EQ(ReasonPhrase(503), "Service Unavailable");
+  EXPECT_EQ(ReasonPhrase(299), "Unknown");
+}
+
+TEST(HttpFramingTest, ErrorBodiesAreJsonWhateverTheMessage) {
+  EXPECT_EQ(JsonErrorBody("bad \"quote\""), R"({"error":"bad \"quote\""})");
+}
+
+TEST(HttpFramingTest, SseEventsAreChunks) {
+  EXPECT_NE(EncodeSseHead("").find("Transfer-Encoding: chunked\r\n\r\n"), std::string::npos);
+  EXPECT_NE(EncodeSseHead("").find("Content-Type: text/event-stream"), std::string::npos);
+  // Chunk sizes in hex: the event is 25 bytes (0x19), 32 (0x20) with its id line.
+  EXPECT_EQ(EncodeSseEvent("{}", 0), "19\r\nevent: message\ndata: {}\n\n\r\n");
+  EXPECT_EQ(EncodeSseEvent("{}", 42), "20\r\nid: 42\nevent: message\ndata: {}\n\n\r\n");
+  EXPECT_EQ(EncodeSseKeepAlive(), "e\r\n: keep-alive\n\n\r\n");
+  EXPECT_EQ(kLastChunk, "0\r\n\r\n");
+}
+
+TEST(OutputQueueTest, OneWriteTakesEverythingQueuedBeforeIt) {
+  OutputQueue out(1000);
+  EXPECT_TRUE(out.idle());
+  ASSERT_TRUE(out.Push("a"));
+  ASSERT_TRUE(out.Push("bb"));
+  ASSERT_TRUE(out.ready());
+  EXPECT_EQ(out.StartWrite(), (std::vector<std::string>{"a", "bb"}));
+  EXPECT_FALSE(out.ready());  // one write in flight
+  ASSERT_TRUE(out.Push("ccc"));
+  EXPECT_FALSE(out.ready());
+  EXPECT_EQ(out.queued_bytes(), 6u);
+  out.Written();
+  EXPECT_EQ(out.queued_bytes(), 3u);
+  ASSERT_TRUE(out.ready());
+  EXPECT_EQ(out.StartWrite(), (std::vector<std::string>{"ccc"}));
+  out.Written();
+  EXPECT_TRUE(out.idle());
+  EXPECT_EQ(out.queued_bytes(), 0u);
+}
+
+TEST(OutputQueueTest, BoundedIncludingWhatIsBeingWritten) {
+  OutputQueue out(10);
+  ASSERT_TRUE(out.Push(std::string(6, 'x')));
+  out.StartWrite();
+  EXPECT_FALSE(out.Push(std::string(5, 'y')));  // 6 in flight + 5 > 10
+  EXPECT_TRUE(out.Push(std::string(4, 'y')));
+  out.Written();
+  EXPECT_TRUE(out.Push(std::string(6, 'z')));
+}
+
+}  // namespace
+}  // namespace relay::gateway
