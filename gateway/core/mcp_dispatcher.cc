@@ -23,7 +23,6 @@ bool IsSupportedVersion(absl::string_view version) {
   return false;
 }
 
-HttpReply Json(int status, std::string body) { return HttpReply{status, std::move(body), {}}; }
 
 bool IsForwarded(absl::string_view method) {
   return method == "tools/call" || method == "resources/read" || method == "prompts/get" ||
@@ -56,23 +55,6 @@ const std::string* StringParam(const nlohmann::json& params, const char* name) {
   return it != params.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
 }
 
-// "relay/<call id>/<tab id JSON>" -> (call id, tab id JSON).
-bool ParseTabRequestId(const nlohmann::json& id, uint64_t* call_id, std::string* tab_id) {
-  if (!id.is_string()) {
-    return false;
-  }
-  absl::string_view text = id.get_ref<const std::string&>();
-  if (!absl::ConsumePrefix(&text, kTabRequestIdPrefix)) {
-    return false;
-  }
-  size_t slash = text.find('/');
-  if (slash == absl::string_view::npos || !absl::SimpleAtoi(text.substr(0, slash), call_id)) {
-    return false;
-  }
-  *tab_id = std::string(text.substr(slash + 1));
-  return !tab_id->empty();
-}
-
 }  // namespace
 
 std::optional<HttpReply> McpDispatcher::CheckVersionHeader(
@@ -82,7 +64,7 @@ std::optional<HttpReply> McpDispatcher::CheckVersionHeader(
   if (!version || IsSupportedVersion(*version)) {
     return std::nullopt;
   }
-  return Json(400, EncodeError(nullptr, kInvalidRequest,
+  return JsonReply(400, EncodeError(nullptr, kInvalidRequest,
                                absl::StrCat("Bad Request: unsupported MCP-Protocol-Version '",
                                             *version, "'; supported: ",
                                             absl::StrJoin(kVersions, ", "))));
@@ -92,14 +74,14 @@ std::optional<HttpReply> McpDispatcher::CheckSession(const std::string& account,
                                                      const std::optional<std::string>& session_id,
                                                      const nlohmann::json& id) const {
   if (!session_id) {
-    return Json(400, EncodeError(id, kInvalidRequest,
+    return JsonReply(400, EncodeError(id, kInvalidRequest,
                                  "Bad Request: Mcp-Session-Id header is required; "
                                  "send initialize first"));
   }
   auto owner = signer_.Verify(*session_id);
   // Another account's session is answered exactly like an unknown one.
   if (!owner.ok() || *owner != account || ended_.Contains(*session_id)) {
-    return Json(404, EncodeError(id, -32001, "Session not found; initialize a new session"));
+    return JsonReply(404, EncodeError(id, -32001, "Session not found; initialize a new session"));
   }
   return std::nullopt;
 }
@@ -121,7 +103,7 @@ HttpReply McpDispatcher::Initialize(const std::string& account, const RpcMessage
         {"logging", nlohmann::json::object()}}},
       {"serverInfo", {{"name", options_.server_name}, {"version", options_.server_version}}},
   };
-  HttpReply reply = Json(200, EncodeResult(message.id, DumpJson(result)));
+  HttpReply reply = JsonReply(200, EncodeResult(message.id, DumpJson(result)));
   reply.session_id = signer_.Issue(account);
   *session = reply.session_id;
   return reply;
@@ -136,14 +118,14 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
   }
   if (NestsDeeperThan(body, options_.max_json_depth)) {
     RpcFailure failure = TooDeep(body, options_.max_json_depth);
-    decision.action = Json(400, EncodeError(failure.id, failure.code, failure.message));
+    decision.action = JsonReply(400, EncodeError(failure.id, failure.code, failure.message));
     return decision;
   }
   size_t first = body.find_first_not_of(" \t\r\n");
   if (first != absl::string_view::npos && body[first] == '[') {
     nlohmann::json batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (batch.is_discarded()) {
-      decision.action = Json(400, EncodeError(nullptr, kParseError,
+      decision.action = JsonReply(400, EncodeError(nullptr, kParseError,
                                               "Parse error: the body is not valid JSON"));
       return decision;
     }
@@ -151,7 +133,7 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
   }
   auto decoded = DecodeMessage(body, options_.max_json_depth);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
-    decision.action = Json(400, EncodeError(failure->id, failure->code, failure->message));
+    decision.action = JsonReply(400, EncodeError(failure->id, failure->code, failure->message));
     return decision;
   }
   return HandleMessage(account, headers, std::get<RpcMessage>(std::move(decoded)));
@@ -163,28 +145,28 @@ PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentH
   // Batches exist only in 2025-03-26, which is also what a request without
   // the version header is taken to speak.
   if (headers.protocol_version && *headers.protocol_version != "2025-03-26") {
-    decision.action = Json(400, EncodeError(nullptr, kInvalidRequest,
+    decision.action = JsonReply(400, EncodeError(nullptr, kInvalidRequest,
                                             "Bad Request: JSON-RPC batches are only allowed under "
                                             "protocol version 2025-03-26"));
     return decision;
   }
   if (batch.empty()) {
     decision.action =
-        Json(400, EncodeError(nullptr, kInvalidRequest, "Invalid Request: empty batch"));
+        JsonReply(400, EncodeError(nullptr, kInvalidRequest, "Invalid Request: empty batch"));
     return decision;
   }
   for (nlohmann::json& item : batch) {
     auto decoded = DecodeValue(std::move(item));
     if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
       PostDecision bad;
-      bad.action = Json(200, EncodeError(failure->id, failure->code, failure->message));
+      bad.action = JsonReply(200, EncodeError(failure->id, failure->code, failure->message));
       decision.batch.push_back(std::move(bad));
       continue;
     }
     RpcMessage& message = std::get<RpcMessage>(decoded);
     if (message.kind == RpcMessage::Kind::kRequest && message.method == "initialize") {
       PostDecision bad;
-      bad.action = Json(200, EncodeError(message.id, kInvalidRequest,
+      bad.action = JsonReply(200, EncodeError(message.id, kInvalidRequest,
                                          "Invalid Request: initialize cannot be batched"));
       decision.batch.push_back(std::move(bad));
       continue;
@@ -208,7 +190,7 @@ PostDecision McpDispatcher::HandleMessage(const std::string& account,
   if (!known && !headers.session_id) {
     // server/discover and other probes: -32601 at once, so that a client that
     // probes (Claude Code) falls back to initialize without waiting.
-    decision.action = Json(400, EncodeError(message.id, kMethodNotFound,
+    decision.action = JsonReply(400, EncodeError(message.id, kMethodNotFound,
                                             absl::StrCat("Method not found: ", message.method)));
     return decision;
   }
@@ -221,12 +203,12 @@ PostDecision McpDispatcher::HandleMessage(const std::string& account,
 
   if (message.kind == RpcMessage::Kind::kResponse) {
     // An answer to a tab's request (sampling, elicitation, roots).
-    if (ParseTabRequestId(message.id, &effect.call_id, &effect.tab_request_id)) {
+    if (ParseAgentReplyId(message.id, &effect.call_id, &effect.tab_request_id)) {
       effect.kind = SessionEffect::Kind::kAgentReply;
       effect.is_error = message.is_error;
       effect.payload = DumpJson(message.payload);
     }
-    decision.action = Json(202, "");
+    decision.action = JsonReply(202, "");
     return decision;
   }
   if (message.kind == RpcMessage::Kind::kNotification) {
@@ -238,7 +220,7 @@ PostDecision McpDispatcher::HandleMessage(const std::string& account,
         effect.reason = *reason;
       }
     }
-    decision.action = Json(202, "");
+    decision.action = JsonReply(202, "");
     return decision;
   }
 
@@ -271,29 +253,29 @@ PostDecision McpDispatcher::HandleMessage(const std::string& account,
   if (method == "resources/subscribe" || method == "resources/unsubscribe") {
     const std::string* uri = StringParam(message.params, "uri");
     if (uri == nullptr) {
-      decision.action = Json(200, EncodeError(message.id, kInvalidParams, "params.uri is required"));
+      decision.action = JsonReply(200, EncodeError(message.id, kInvalidParams, "params.uri is required"));
       return decision;
     }
     effect.kind = method == "resources/subscribe" ? SessionEffect::Kind::kSubscribe
                                                   : SessionEffect::Kind::kUnsubscribe;
     effect.value = *uri;
-    decision.action = Json(200, EncodeResult(message.id, "{}"));
+    decision.action = JsonReply(200, EncodeResult(message.id, "{}"));
     return decision;
   }
   if (method == "logging/setLevel") {
     const std::string* level = StringParam(message.params, "level");
     if (level == nullptr || !IsLogLevel(*level)) {
-      decision.action = Json(200, EncodeError(message.id, kInvalidParams,
+      decision.action = JsonReply(200, EncodeError(message.id, kInvalidParams,
                                               "params.level must be an RFC 5424 level name"));
       return decision;
     }
     effect.kind = SessionEffect::Kind::kLogLevel;
     effect.value = *level;
-    decision.action = Json(200, EncodeResult(message.id, "{}"));
+    decision.action = JsonReply(200, EncodeResult(message.id, "{}"));
     return decision;
   }
   if (method == "ping") {
-    decision.action = Json(200, EncodeResult(message.id, "{}"));
+    decision.action = JsonReply(200, EncodeResult(message.id, "{}"));
     return decision;
   }
   std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
@@ -314,10 +296,10 @@ PostDecision McpDispatcher::HandleMessage(const std::string& account,
   }
   if (list != nullptr) {
     decision.action =
-        Json(200, EncodeResult(message.id, absl::StrCat(R"({")", member, R"(":)", *list, "}")));
+        JsonReply(200, EncodeResult(message.id, absl::StrCat(R"({")", member, R"(":)", *list, "}")));
     return decision;
   }
-  decision.action = Json(200, EncodeError(message.id, kMethodNotFound,
+  decision.action = JsonReply(200, EncodeError(message.id, kMethodNotFound,
                                           absl::StrCat("Method not found: ", method)));
   return decision;
 }
@@ -328,7 +310,7 @@ std::variant<HttpReply, StreamPlan> McpDispatcher::HandleGet(const std::string& 
     return *std::move(bad);
   }
   if (!headers.accepts_sse) {
-    return Json(406, EncodeError(nullptr, kInvalidRequest,
+    return JsonReply(406, EncodeError(nullptr, kInvalidRequest,
                                  "Not Acceptable: GET opens an event stream; send "
                                  "Accept: text/event-stream"));
   }
@@ -346,101 +328,7 @@ HttpReply McpDispatcher::HandleDelete(const std::string& account,
   if (auto bad = CheckSession(account, headers.session_id, nullptr)) {
     return *std::move(bad);
   }
-  return Json(204, "");
-}
-
-HttpReply McpDispatcher::Failure(const ForwardPlan& plan, int code, absl::string_view text) const {
-  if (plan.is_tool_call) {
-    // A tool error, not a protocol error: the model reads it and can tell the
-    // person what to do.
-    nlohmann::json result = {{"content", {{{"type", "text"}, {"text", text}}}}, {"isError", true}};
-    return Json(200, EncodeResult(plan.id, DumpJson(result)));
-  }
-  return Json(200, EncodeError(plan.id, code, text));
-}
-
-HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome outcome) const {
-  switch (outcome.kind) {
-    case ForwardOutcome::Kind::kResult:
-      if (!outcome.view_line.empty()) {
-        // The view changed since this session's last tool result: say so once.
-        auto result = nlohmann::json::parse(outcome.payload, nullptr, false);
-        if (result.is_object() && result.contains("content") && result["content"].is_array()) {
-          result["content"].push_back({{"type", "text"}, {"text", outcome.view_line}});
-          return Json(200, EncodeResult(plan.id, DumpJson(result)));
-        }
-      }
-      return Json(200, EncodeResult(plan.id, outcome.payload));
-    case ForwardOutcome::Kind::kError:
-      return Json(200, EncodeRawError(plan.id, outcome.payload));
-    case ForwardOutcome::Kind::kNoTab:
-      return Failure(plan, kNoTab, options_.no_tab_message);
-    case ForwardOutcome::Kind::kTabGone:
-      return Failure(plan, kInternalError,
-                     "The editor disconnected before it answered. Reopen the editor and try "
-                     "again.");
-    case ForwardOutcome::Kind::kDisplaced:
-      return Failure(plan, kInternalError,
-                     "The editor was replaced by another tab before it answered. Try again: the "
-                     "new tab will answer.");
-    case ForwardOutcome::Kind::kTimeout:
-      return Failure(plan, kInternalError,
-                     absl::StrCat("The editor did not answer in time (",
-                                  absl::FormatDuration(options_.call_timeout),
-                                  "). The request was cancelled."));
-    case ForwardOutcome::Kind::kCancelled:
-      return Failure(plan, kInternalError, "The request was cancelled.");
-    case ForwardOutcome::Kind::kRouterUnavailable: {
-      constexpr absl::string_view kRestarting =
-          "The relay is restarting and could not reach the editor. Try again in a moment.";
-      if (plan.is_tool_call) {
-        return Failure(plan, kInternalError, kRestarting);
-      }
-      return Json(503, EncodeError(plan.id, kInternalError, kRestarting));
-    }
-    case ForwardOutcome::Kind::kSessionEnded:
-      return Json(404, EncodeError(plan.id, -32001, "Session not found; initialize a new session"));
-    case ForwardOutcome::Kind::kShuttingDown:
-      return Failure(plan, kInternalError,
-                     "The relay's gateway shut down before the editor answered. Try again: "
-                     "another gateway will take the call.");
-    case ForwardOutcome::Kind::kTooManyCalls:
-      return Failure(plan, kInternalError,
-                     "Too many requests are waiting for the editor of this account. Wait for "
-                     "some of them to finish, then try again.");
-  }
-  return Failure(plan, kInternalError, "internal error");
-}
-
-SessionEffect McpDispatcher::RefuseTabRequest(absl::string_view message) const {
-  SessionEffect effect;
-  if (!absl::StrContains(message, kTabRequestIdPrefix)) {
-    return effect;  // a notification: nothing to answer
-  }
-  auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains("method") || !parsed.contains("id") ||
-      !ParseTabRequestId(parsed["id"], &effect.call_id, &effect.tab_request_id)) {
-    return effect;
-  }
-  effect.kind = SessionEffect::Kind::kAgentReply;
-  effect.is_error = true;
-  effect.payload =
-      R"json({"code":-32603,"message":"the agent's client cannot receive requests during this call: it does not accept text/event-stream, or the call was batched"})json";
-  return effect;
-}
-
-std::string McpDispatcher::AgentEvent(const ForwardPlan& plan, std::string message) const {
-  if (plan.agent_progress_token.is_null() ||
-      message.find("notifications/progress") == std::string::npos) {
-    return message;
-  }
-  auto parsed = nlohmann::json::parse(message, nullptr, false);
-  if (!parsed.is_object() || parsed.value("method", "") != "notifications/progress" ||
-      !parsed.contains("params") || !parsed["params"].is_object()) {
-    return message;
-  }
-  parsed["params"]["progressToken"] = plan.agent_progress_token;
-  return DumpJson(parsed);
+  return JsonReply(204, "");
 }
 
 }  // namespace relay::gateway

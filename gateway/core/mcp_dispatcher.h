@@ -12,16 +12,13 @@
 #include "gateway/rpc/router_client.h"
 #include "gateway/core/session_id.h"
 #include "gateway/core/session_state.h"
+#include "gateway/core/tab_protocol.h"
 
 namespace relay::gateway {
 
 inline constexpr absl::string_view kDefaultNoTabMessage =
     "No editor is connected for your account. Open the editor and switch the agent on in the "
     "account menu.";
-
-// The prefix of ids the relay gives to a tab's requests toward an agent:
-// "relay/<call id>/<the tab's own id as JSON>".
-inline constexpr absl::string_view kTabRequestIdPrefix = "relay/";
 
 struct DispatchOptions {
   std::string no_tab_message = std::string(kDefaultNoTabMessage);
@@ -44,6 +41,11 @@ struct HttpReply {
   std::string body;        // JSON; empty means no body
   std::string session_id;  // when set, sent as Mcp-Session-Id
 };
+
+// A JSON answer (most of the dispatcher's).
+inline HttpReply JsonReply(int status, std::string body) {
+  return HttpReply{status, std::move(body), {}};
+}
 
 // A request that the account's tab must answer.
 struct ForwardPlan {

@@ -2,7 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace relay::gateway {
 
@@ -119,12 +122,28 @@ std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message) {
   }
   nlohmann::json request = {
       {"jsonrpc", "2.0"},
-      {"id", absl::StrCat("relay/", out.call_id, "/", out.tab_request_id)},
+      {"id", absl::StrCat(kTabRequestIdPrefix, out.call_id, "/", out.tab_request_id)},
       {"method", message.method},
       {"params", std::move(params)},
   };
   out.message = DumpJson(request);
   return out;
+}
+
+bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string* tab_request_id) {
+  if (!id.is_string()) {
+    return false;
+  }
+  absl::string_view text = id.get_ref<const std::string&>();
+  if (!absl::ConsumePrefix(&text, kTabRequestIdPrefix)) {
+    return false;
+  }
+  size_t slash = text.find('/');
+  if (slash == absl::string_view::npos || !absl::SimpleAtoi(text.substr(0, slash), call_id)) {
+    return false;
+  }
+  *tab_request_id = std::string(text.substr(slash + 1));
+  return !tab_request_id->empty();
 }
 
 }  // namespace relay::gateway

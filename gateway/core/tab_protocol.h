@@ -52,6 +52,10 @@ struct TabNotice {
 // resources/updated without its uri): those are dropped.
 std::optional<TabNotice> ParseTabNotice(const RpcMessage& message);
 
+// The prefix of ids the relay gives to a tab's requests toward an agent:
+// "relay/<call id>/<the tab's own id as JSON>".
+inline constexpr absl::string_view kTabRequestIdPrefix = "relay/";
+
 // A tab's request to the agent of a call in progress (sampling/createMessage,
 // elicitation/create, roots/list), readdressed so that the agent's answer
 // finds its way back through any gateway.
@@ -67,5 +71,9 @@ bool IsRequestToAgent(absl::string_view method);
 // The agent's request for message (moved from), or the error message the tab
 // gets (-32602) when it does not name the call in progress.
 std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message);
+
+// The call and the tab's own id (JSON text) in the id of an agent's answer to
+// such a request, or false when id is not one the relay gave.
+bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string* tab_request_id);
 
 }  // namespace relay::gateway

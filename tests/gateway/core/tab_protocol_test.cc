@@ -141,5 +141,22 @@ TEST(AgentRequestTest, WithoutTheCallInProgressItIsRefused) {
   }
 }
 
+TEST(AgentRequestTest, TheAgentsAnswerIdLeadsBackToTheCallAndTheTabsId) {
+  RpcMessage message = Decoded(
+      R"({"jsonrpc":"2.0","id":"tab/7","method":"roots/list","params":{"_meta":{"relay/requestId":77}}})");
+  auto request = ToAgentRequest(message);
+  ASSERT_TRUE(std::holds_alternative<AgentRequest>(request));
+  auto sent = nlohmann::json::parse(std::get<AgentRequest>(request).message);
+  uint64_t call_id = 0;
+  std::string tab_request_id;
+  ASSERT_TRUE(ParseAgentReplyId(sent["id"], &call_id, &tab_request_id));
+  EXPECT_EQ(call_id, 77u);
+  EXPECT_EQ(tab_request_id, R"("tab/7")");  // slashes in the tab's own id survive
+  for (const char* id : {R"(5)", R"("relay/")", R"("relay/x/1")", R"("relay/5/")", R"("other/5/1")",
+                         R"("relay/5")"}) {
+    EXPECT_FALSE(ParseAgentReplyId(nlohmann::json::parse(id), &call_id, &tab_request_id)) << id;
+  }
+}
+
 }  // namespace
 }  // namespace relay::gateway

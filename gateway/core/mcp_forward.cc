@@ -1,0 +1,107 @@
+// McpDispatcher, the forwarded half: how a forwarded call's outcome is
+// answered, what a tab's request is told when the agent cannot receive it, and
+// the agent's own progress token put back on the tab's progress.
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gateway/core/mcp_dispatcher.h"
+
+namespace relay::gateway {
+
+HttpReply McpDispatcher::Failure(const ForwardPlan& plan, int code, absl::string_view text) const {
+  if (plan.is_tool_call) {
+    // A tool error, not a protocol error: the model reads it and can tell the
+    // person what to do.
+    nlohmann::json result = {{"content", {{{"type", "text"}, {"text", text}}}}, {"isError", true}};
+    return JsonReply(200, EncodeResult(plan.id, DumpJson(result)));
+  }
+  return JsonReply(200, EncodeError(plan.id, code, text));
+}
+
+HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome outcome) const {
+  switch (outcome.kind) {
+    case ForwardOutcome::Kind::kResult:
+      if (!outcome.view_line.empty()) {
+        // The view changed since this session's last tool result: say so once.
+        auto result = nlohmann::json::parse(outcome.payload, nullptr, false);
+        if (result.is_object() && result.contains("content") && result["content"].is_array()) {
+          result["content"].push_back({{"type", "text"}, {"text", outcome.view_line}});
+          return JsonReply(200, EncodeResult(plan.id, DumpJson(result)));
+        }
+      }
+      return JsonReply(200, EncodeResult(plan.id, outcome.payload));
+    case ForwardOutcome::Kind::kError:
+      return JsonReply(200, EncodeRawError(plan.id, outcome.payload));
+    case ForwardOutcome::Kind::kNoTab:
+      return Failure(plan, kNoTab, options_.no_tab_message);
+    case ForwardOutcome::Kind::kTabGone:
+      return Failure(plan, kInternalError,
+                     "The editor disconnected before it answered. Reopen the editor and try "
+                     "again.");
+    case ForwardOutcome::Kind::kDisplaced:
+      return Failure(plan, kInternalError,
+                     "The editor was replaced by another tab before it answered. Try again: the "
+                     "new tab will answer.");
+    case ForwardOutcome::Kind::kTimeout:
+      return Failure(plan, kInternalError,
+                     absl::StrCat("The editor did not answer in time (",
+                                  absl::FormatDuration(options_.call_timeout),
+                                  "). The request was cancelled."));
+    case ForwardOutcome::Kind::kCancelled:
+      return Failure(plan, kInternalError, "The request was cancelled.");
+    case ForwardOutcome::Kind::kRouterUnavailable: {
+      constexpr absl::string_view kRestarting =
+          "The relay is restarting and could not reach the editor. Try again in a moment.";
+      if (plan.is_tool_call) {
+        return Failure(plan, kInternalError, kRestarting);
+      }
+      return JsonReply(503, EncodeError(plan.id, kInternalError, kRestarting));
+    }
+    case ForwardOutcome::Kind::kSessionEnded:
+      return JsonReply(404, EncodeError(plan.id, -32001, "Session not found; initialize a new session"));
+    case ForwardOutcome::Kind::kShuttingDown:
+      return Failure(plan, kInternalError,
+                     "The relay's gateway shut down before the editor answered. Try again: "
+                     "another gateway will take the call.");
+    case ForwardOutcome::Kind::kTooManyCalls:
+      return Failure(plan, kInternalError,
+                     "Too many requests are waiting for the editor of this account. Wait for "
+                     "some of them to finish, then try again.");
+  }
+  return Failure(plan, kInternalError, "internal error");
+}
+
+SessionEffect McpDispatcher::RefuseTabRequest(absl::string_view message) const {
+  SessionEffect effect;
+  if (!absl::StrContains(message, kTabRequestIdPrefix)) {
+    return effect;  // a notification: nothing to answer
+  }
+  auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("method") || !parsed.contains("id") ||
+      !ParseAgentReplyId(parsed["id"], &effect.call_id, &effect.tab_request_id)) {
+    return effect;
+  }
+  effect.kind = SessionEffect::Kind::kAgentReply;
+  effect.is_error = true;
+  effect.payload =
+      R"json({"code":-32603,"message":"the agent's client cannot receive requests during this call: it does not accept text/event-stream, or the call was batched"})json";
+  return effect;
+}
+
+std::string McpDispatcher::AgentEvent(const ForwardPlan& plan, std::string message) const {
+  if (plan.agent_progress_token.is_null() ||
+      message.find("notifications/progress") == std::string::npos) {
+    return message;
+  }
+  auto parsed = nlohmann::json::parse(message, nullptr, false);
+  if (!parsed.is_object() || parsed.value("method", "") != "notifications/progress" ||
+      !parsed.contains("params") || !parsed["params"].is_object()) {
+    return message;
+  }
+  parsed["params"]["progressToken"] = plan.agent_progress_token;
+  return DumpJson(parsed);
+}
+
+}  // namespace relay::gateway
