@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <grpcpp/completion_queue.h>
 
 #include "absl/strings/str_cat.h"
@@ -40,7 +41,7 @@ class Gateway::Parts {
         commands(tabs, streams, ended),
         io(this->config.threads),
         grpc_loop(std::make_unique<grpc::CompletionQueue>()),
-        catalogue_timer(io) {}
+        catalogue_timer(boost::asio::make_strand(io)) {}
 
   GatewayConfig config;
   std::unique_ptr<CatalogueFile> catalogue;
@@ -59,7 +60,7 @@ class Gateway::Parts {
   std::unique_ptr<AuthClient> auth;
   std::unique_ptr<RouterClient> router;
   std::shared_ptr<Listener> listener;
-  boost::asio::steady_timer catalogue_timer;
+  boost::asio::steady_timer catalogue_timer;  // on a strand of its own
   std::vector<std::thread> threads;
 
   // The catalogue file is re-read when it changes; every open stream hears of it.
@@ -170,7 +171,8 @@ bool Gateway::Drain() {
                                {"timeout_ms", absl::ToInt64Milliseconds(p.config.drain_timeout)}});
   p.state.draining.store(true);
   p.listener->Stop();
-  boost::asio::post(p.io, [&p] { p.catalogue_timer.cancel(); });
+  // On the timer's strand: its handler may be running on an I/O thread.
+  boost::asio::post(p.catalogue_timer.get_executor(), [&p] { p.catalogue_timer.cancel(); });
   for (auto& tab : p.tabs.Snapshot()) {
     tab->PostDrain();
   }
@@ -196,9 +198,12 @@ bool Gateway::Drain() {
   for (auto& stream : p.streams.Snapshot()) {
     stream->PostGoingAway();
   }
-  // Let the last answers and close frames go out (a second at most).
-  wait_until(absl::Now() + absl::Seconds(1),
-             [&p] { return p.tabs.size() == 0 && p.streams.size() == 0; });
+  // Let the last answers and close frames go out (a second at most): the
+  // tabs' last replies and the cancellations are on the links, queued by the
+  // I/O threads' deferred flushes.
+  wait_until(absl::Now() + absl::Seconds(1), [&p] {
+    return p.tabs.size() == 0 && p.streams.size() == 0 && p.router->Flushed();
+  });
   if (!drained) {
     // The error answers CancelAll posted are written on the I/O threads.
     absl::SleepFor(absl::Milliseconds(100));

@@ -35,8 +35,6 @@ constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 // Unwritten output one agent connection may hold (events of a stream it does not read).
 constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
-
-
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)

@@ -73,19 +73,17 @@ class GrpcAuthClient final : public AuthClient {
   }
 
   ~GrpcAuthClient() override {
-    RevocationWatch* watch;
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-      watch = watch_;
-    }
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    // Under the lock: the watch deletes itself once it has ended, which it
+    // reports (OnWatchEnded) under this lock first. (Completion-queue tags
+    // never run inline, so cancelling here cannot re-enter.)
     if (alarm_ != nullptr) {
       alarm_->Cancel();
     }
-    if (watch != nullptr) {
-      watch->Cancel();
+    if (watch_ != nullptr) {
+      watch_->Cancel();
     }
-    absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](GrpcAuthClient* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
           return c->watch_ == nullptr && !c->alarm_pending_ && c->calls_ == 0;

@@ -257,6 +257,11 @@ class Shard final : public RouterLinkOwner {
 
   bool up() const { return up_.load(); }
 
+  bool Flushed() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return link_ == nullptr || link_->Flushed();
+  }
+
   // Stops relinking, ends the link and waits until it has ended, so that no
   // reaction runs after the client is gone.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
@@ -393,6 +398,15 @@ class GrpcRouterClient final : public RouterClient {
   }
 
   size_t ShardOf(const std::string& account) const override { return picker_.Pick(account); }
+
+  bool Flushed() const override {
+    for (const auto& shard : shards_) {
+      if (!shard->Flushed()) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   size_t ShardsUp() const override {
     size_t up = 0;

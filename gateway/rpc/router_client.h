@@ -93,6 +93,9 @@ class RouterClient {
   // and ending them all (each waiter hears the reason's outcome, each tab a
   // cancellation).
   virtual size_t CallsInFlight() const = 0;
+  // Whether every event queued so far has been written to its link (the
+  // drain waits for it before the process ends).
+  virtual bool Flushed() const = 0;
   virtual void CancelAll(CancelReason reason) = 0;
 
   virtual size_t ShardOf(const std::string& account) const = 0;

@@ -50,6 +50,11 @@ bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
   return true;
 }
 
+bool RouterLink::Flushed() {
+  absl::MutexLock lock(&mu_);
+  return closed_ || (queue_.empty() && !queue_.writing() && !flush_pending_);
+}
+
 void RouterLink::Start() {
   absl::MutexLock lock(&mu_);
   stream_->StartCall(TagFor(Op::kStarted));

@@ -55,6 +55,8 @@ class RouterLink {
   // Starts the stream; events sent before are written once it is started.
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
   void Cancel() { context_.TryCancel(); }
+  // Nothing queued, no write waiting to start or in flight.
+  bool Flushed() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The link deletes itself when its stream has finished and nobody else
   // holds it (a deferred flush, or Stop while it cancels it).
