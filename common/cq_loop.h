@@ -1,8 +1,10 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 
 namespace grpc {
 class Alarm;
@@ -20,6 +22,30 @@ class CqTag {
 
  protected:
   ~CqTag() = default;
+};
+
+// The tag of one kind of operation of an owner that has at most one of each
+// kind in flight: Proceed calls owner->OnCompleted(op, ok) (which the owner
+// may keep private by befriending its OpTag).
+template <typename Owner, typename Op>
+class OpTag final : public CqTag {
+ public:
+  OpTag(Owner* owner, Op op) : owner_(owner), op_(op) {}
+  void Proceed(bool ok) override { owner_->OnCompleted(op_, ok); }
+
+ private:
+  Owner* owner_;
+  Op op_;
+};
+
+// A tag that runs a function (an alarm's, say: ok false when cancelled).
+class CallbackTag final : public CqTag {
+ public:
+  explicit CallbackTag(std::function<void(bool)> fn) : fn_(std::move(fn)) {}
+  void Proceed(bool ok) override { fn_(ok); }
+
+ private:
+  std::function<void(bool)> fn_;
 };
 
 // One thread that drives a gRPC completion queue: it polls the sockets itself

@@ -40,15 +40,8 @@ class RevocationWatch {
 
  private:
   enum class Op { kStarted, kMetadata, kRead, kFinished };
-  class OpTag final : public common::CqTag {
-   public:
-    OpTag(RevocationWatch* watch, Op op) : watch_(watch), op_(op) {}
-    void Proceed(bool ok) override { watch_->OnCompleted(op_, ok); }
-
-   private:
-    RevocationWatch* watch_;
-    Op op_;
-  };
+  using OpTag = common::OpTag<RevocationWatch, Op>;
+  friend OpTag;
   void OnCompleted(Op op, bool ok);
   common::CqTag* TagFor(Op op) { return &tags_[static_cast<int>(op)]; }
 
@@ -145,20 +138,13 @@ class GrpcAuthClient final : public AuthClient {
 
  private:
   // The rewatch alarm's tag: fired (watch again) or cancelled by the destructor.
-  class Rewatch final : public common::CqTag {
-   public:
-    explicit Rewatch(GrpcAuthClient& client) : client_(client) {}
-    void Proceed(bool ok) override {
-      if (ok) {
-        return client_.Watch();  // clears alarm_pending_ where it publishes the watch
-      }
-      absl::MutexLock lock(&client_.mu_);
-      client_.alarm_pending_ = false;
+  void OnRewatchAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (fired) {
+      return Watch();  // clears alarm_pending_ where it publishes the watch
     }
-
-   private:
-    GrpcAuthClient& client_;
-  };
+    absl::MutexLock lock(&mu_);
+    alarm_pending_ = false;
+  }
 
   // The watch's operations come back on the loop thread, which is this one
   // or will see watch_ only after the lock is released.
@@ -228,7 +214,7 @@ class GrpcAuthClient final : public AuthClient {
   absl::Mutex mu_;
   RevocationWatch* watch_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<grpc::Alarm> alarm_;  // replaced only in OnWatchEnded, before stopping
-  Rewatch rewatch_{*this};
+  common::CallbackTag rewatch_{[this](bool fired) { OnRewatchAlarm(fired); }};
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;

@@ -314,20 +314,13 @@ class Shard final : public RouterLinkOwner {
   }
 
   // The relink alarm's tag: fired (link again) or cancelled by Stop.
-  class Relink final : public common::CqTag {
-   public:
-    explicit Relink(Shard& shard) : shard_(shard) {}
-    void Proceed(bool ok) override {
-      if (ok) {
-        return shard_.Link();  // clears alarm_pending_ where it publishes the link
-      }
-      absl::MutexLock lock(&shard_.mu_);
-      shard_.alarm_pending_ = false;
+  void OnRelinkAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (fired) {
+      return Link();  // clears alarm_pending_ where it publishes the link
     }
-
-   private:
-    Shard& shard_;
-  };
+    absl::MutexLock lock(&mu_);
+    alarm_pending_ = false;
+  }
 
   const size_t index_;
   const std::string address_;
@@ -337,7 +330,7 @@ class Shard final : public RouterLinkOwner {
   common::CqLoop& loop_;
   const Deferrer& defer_;
   std::unique_ptr<relay::v1::Router::Stub> stub_;
-  Relink relink_{*this};
+  common::CallbackTag relink_{[this](bool fired) { OnRelinkAlarm(fired); }};
   absl::Mutex mu_;
   RouterLink* link_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::atomic<bool> up_{false};

@@ -69,15 +69,8 @@ class RouterLink {
 
  private:
   enum class Op { kStarted, kMetadata, kRead, kWritten, kFinished };
-  class OpTag final : public common::CqTag {
-   public:
-    OpTag(RouterLink* link, Op op) : link_(link), op_(op) {}
-    void Proceed(bool ok) override { link_->OnCompleted(op_, ok); }
-
-   private:
-    RouterLink* link_;
-    Op op_;
-  };
+  using OpTag = common::OpTag<RouterLink, Op>;
+  friend OpTag;
   common::CqTag* TagFor(Op op) { return &tags_[static_cast<int>(op)]; }
 
   // On the loop thread.

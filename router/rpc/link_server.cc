@@ -59,15 +59,8 @@ class GatewayLink final : public LinkWriter, public std::enable_shared_from_this
   // Finish once the read has ended and no write is in flight.
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One tag per kind of operation (at most one of each is in flight).
-  class OpTag final : public common::CqTag {
-   public:
-    OpTag(GatewayLink* link, Op op) : link_(link), op_(op) {}
-    void Proceed(bool ok) override { link_->OnCompleted(op_, ok); }
-
-   private:
-    GatewayLink* link_;
-    Op op_;
-  };
+  using OpTag = common::OpTag<GatewayLink, Op>;
+  friend OpTag;
   common::CqTag* TagFor(Op op) { return &tags_[static_cast<int>(op)]; }
 
   RouterHub& hub_;
