@@ -16,7 +16,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "gateway/core/catalogue.h"
-#include "gateway/net/http_session.h"
+#include "gateway/net/agent_stream.h"
 #include "gateway/net/listener.h"
 #include "gateway/net/registry.h"
 #include "gateway/net/router_commands.h"
@@ -52,7 +52,7 @@ class Gateway::Parts {
   McpDispatcher dispatcher;
   GatewayState state;
   Registry<TabSession> tabs;
-  Registry<HttpSession> streams;
+  Registry<AgentStream> streams;
   RouterCommands commands;
   boost::asio::io_context io;
   // Every gRPC completion of the gateway, on one thread of its own.

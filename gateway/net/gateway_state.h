@@ -18,7 +18,7 @@
 
 namespace relay::gateway {
 
-class HttpSession;
+class AgentStream;
 class TabSession;
 template <typename T>
 class Registry;
@@ -89,7 +89,7 @@ struct GatewayState {
   AuthClient* auth = nullptr;
   RouterClient* router = nullptr;
   Registry<TabSession>* tabs = nullptr;
-  Registry<HttpSession>* streams = nullptr;  // open GET streams
+  Registry<AgentStream>* streams = nullptr;  // open GET streams
   EndedSessions* ended = nullptr;
   TouchThrottle* touches = nullptr;
   const TrustedProxies* proxies = nullptr;

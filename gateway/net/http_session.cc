@@ -10,13 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/log.h"
 #include "gateway/core/jsonrpc.h"
+#include "gateway/core/session_events.h"
 #include "gateway/core/session_state.h"
 #include "gateway/core/trusted_proxies.h"
-#include "gateway/net/registry.h"
+#include "gateway/net/agent_stream.h"
 #include "gateway/net/tab_session.h"
-#include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
 
@@ -30,18 +29,17 @@ namespace {
 // A forwarded call starts watching for its agent going away after this.
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
 constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
-constexpr size_t kMaxPipelined = 64 * 1024;
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
-// Unwritten output one agent connection may hold (events of a stream it does not read).
+// Unwritten output one agent connection may hold (events of a call it does not read).
 constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
     : stream_(std::move(socket)), state_(state), slot_(&state.connections),
-      keepalive_timer_(stream_.get_executor()),
-      call_timer_(stream_.get_executor()),
-      out_(kMaxQueuedBytes) {}
+      out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
+           kMaxQueuedBytes),
+      timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
   // Start on the strand: the socket was accepted on another one.
@@ -59,7 +57,6 @@ void HttpSession::DoReadHeader() {
   // Content-Length right there); OnVerified checks it and answers 413.
   parser_->body_limit(boost::none);
   body_read_ = false;
-  sse_ = false;
   plan_.reset();
   call_ref_ = 0;
   if (buffer_.size() > 0) {
@@ -67,17 +64,12 @@ void HttpSession::DoReadHeader() {
   }
   // Nothing yet: wait for the first bytes, a keep-alive connection for
   // --idle_timeout, a new one only for --header_timeout.
-  stream_.expires_after(absl::ToChronoMilliseconds(
-      std::exchange(first_request_, false) ? state_.options.header_timeout
-                                           : state_.options.idle_timeout));
-  stream_.async_read_some(
-      buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t bytes) {
-        if (ec) {
-          return self->Close();  // gone, or idle too long: nothing to answer
-        }
-        self->buffer_.commit(bytes);
-        self->ReadHeaderBytes();
-      });
+  phase_ = Phase::kIdle;
+  absl::Duration wait = std::exchange(first_request_, false) ? state_.options.header_timeout
+                                                             : state_.options.idle_timeout;
+  StartTimer(std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait),
+             &HttpSession::OnIdleTimeout);
+  ReadSome();  // nothing to do if the last call's watch is still reading
 }
 
 void HttpSession::ReadHeaderBytes() {
@@ -86,6 +78,53 @@ void HttpSession::ReadHeaderBytes() {
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&HttpSession::OnReadHeader,
                                                     shared_from_this()));
+}
+
+void HttpSession::ReadSome() {
+  if (read_in_flight_) {
+    return;
+  }
+  read_in_flight_ = true;
+  stream_.socket().async_read_some(
+      buffer_.prepare(4096), beast::bind_front_handler(&HttpSession::OnBytes, shared_from_this()));
+}
+
+void HttpSession::OnBytes(beast::error_code ec, size_t bytes) {
+  read_in_flight_ = false;
+  if (!ec) {
+    buffer_.commit(bytes);
+  }
+  switch (phase_) {
+    case Phase::kClosed:
+      // Close stopped this read to close the connection: it does so now.
+      if (!ec || ec == asio::error::operation_aborted) {
+        CloseLingering(stream_, shared_from_this());
+      }
+      return;
+    case Phase::kIdle:
+      if (ec) {
+        return Close();  // gone, or idle too long: nothing to answer
+      }
+      StopTimer();
+      return ReadHeaderBytes();
+    default:
+      // The watch of a call (or of its answer being written).
+      if (ec) {
+        // The agent went away: give up the call; the tab hears of it.
+        CancelCall(RouterClient::CancelReason::kAgentGone);
+        return Close();
+      }
+      // A pipelined request: kept for after the answer. The watch stops here
+      // (it may only read into an empty buffer).
+      return;
+  }
+}
+
+void HttpSession::OnIdleTimeout() {
+  if (phase_ == Phase::kIdle) {
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);  // OnBytes closes
+  }
 }
 
 std::optional<std::string> HttpSession::Header(http::field field) const {
@@ -147,6 +186,7 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
       state_.metrics.http_requests.Add();
       stream_.expires_never();
       phase_ = Phase::kClosed;
+      out_.Stop();
       std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
           ->Run(parser_->release());
       return;
@@ -154,6 +194,10 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
       state_.metrics.http_requests.Add();
       break;
   }
+  Authorize();
+}
+
+void HttpSession::Authorize() {
   // An address the host API's brake locked out is answered here until its
   // Retry-After, without asking authsvc (the check costs nothing while no
   // address is locked out).
@@ -297,16 +341,8 @@ void HttpSession::OnReadBody(beast::error_code ec, size_t) {
 
 // ------------------------------------------------------------- dispatching --
 
-void HttpSession::Touch(const std::string& session, bool force) {
-  if (session.empty()) {
-    return;
-  }
-  if (force || state_.touches->ShouldTouch(session, absl::Now())) {
-    relay::v1::GatewayEvent event;
-    event.mutable_session_touch()->set_session_id(session);
-    event.mutable_session_touch()->set_account(account_);
-    ToRouter(std::move(event));
-  }
+void HttpSession::ToRouter(relay::v1::GatewayEvent event) {
+  state_.router->Send(account_, std::move(event));
 }
 
 void HttpSession::Dispatch() {
@@ -330,10 +366,7 @@ void HttpSession::Dispatch() {
       HttpReply reply = dispatcher.HandleDelete(account_, headers_);
       if (reply.status == 204) {
         state_.ended->Add(*headers_.session_id);
-        relay::v1::GatewayEvent event;
-        event.mutable_session_end()->set_session_id(*headers_.session_id);
-        event.mutable_session_end()->set_account(account_);
-        ToRouter(std::move(event));
+        ToRouter(SessionEndEvent(account_, *headers_.session_id));
       }
       return Reply(reply);
     }
@@ -371,53 +404,32 @@ void HttpSession::RunBatch() {
 }
 
 void HttpSession::Apply(const PostDecision& decision) {
-  Touch(decision.session, decision.new_session);
-  const SessionEffect& effect = decision.effect;
-  relay::v1::GatewayEvent event;
-  switch (effect.kind) {
-    case SessionEffect::Kind::kNone:
-      return;
-    case SessionEffect::Kind::kSubscribe:
-    case SessionEffect::Kind::kUnsubscribe: {
-      auto* sub = event.mutable_session_subscribe();
-      sub->set_session_id(decision.session);
-      sub->set_account(account_);
-      sub->set_uri(effect.value);
-      sub->set_subscribe(effect.kind == SessionEffect::Kind::kSubscribe);
-      break;
-    }
-    case SessionEffect::Kind::kLogLevel: {
-      auto* level = event.mutable_session_log_level();
-      level->set_session_id(decision.session);
-      level->set_account(account_);
-      level->set_level(effect.value);
-      break;
-    }
-    case SessionEffect::Kind::kAgentReply: {
-      auto* reply = event.mutable_agent_reply();
-      reply->set_account(account_);
-      reply->set_session_id(decision.session);
-      reply->set_call_id(effect.call_id);
-      reply->set_tab_request_id(effect.tab_request_id);
-      reply->set_is_error(effect.is_error);
-      reply->set_payload(effect.payload);
-      break;
-    }
-    case SessionEffect::Kind::kAgentCancel: {
-      auto* cancel = event.mutable_agent_cancel();
-      cancel->set_account(account_);
-      cancel->set_session_id(decision.session);
-      cancel->set_request_id(effect.value);
-      cancel->set_reason(effect.reason);
-      break;
-    }
+  // The router learns of a new session at once, of a used one now and then.
+  if (!decision.session.empty() &&
+      (decision.new_session || state_.touches->ShouldTouch(decision.session, absl::Now()))) {
+    ToRouter(SessionTouchEvent(account_, decision.session));
   }
-  ToRouter(std::move(event));
+  if (auto event = EffectEvent(account_, decision.session, decision.effect)) {
+    ToRouter(*std::move(event));
+  }
 }
 
-void HttpSession::ToRouter(relay::v1::GatewayEvent event) {
-  state_.router->Send(account_, std::move(event));
+void HttpSession::OpenStream(const std::string& session) {
+  uint64_t last_event_id = 0;
+  if (auto last = Header("last-event-id")) {
+    if (!absl::SimpleAtoi(*last, &last_event_id)) {
+      last_event_id = 0;
+    }
+  }
+  // The stream takes the connection over; this session ends here.
+  phase_ = Phase::kClosed;
+  StopTimer();
+  out_.Stop();
+  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_, session)
+      ->Run(last_event_id);
 }
+
+// ---------------------------------------------------------- forwarded call --
 
 void HttpSession::StartForward(ForwardPlan plan) {
   phase_ = Phase::kForwarding;
@@ -431,30 +443,29 @@ void HttpSession::StartForward(ForwardPlan plan) {
                          planned.progress_token};
   call_ref_ = state_.router->Forward(std::move(request), shared_from_this());
   // Most calls are answered within milliseconds: watching the socket for the
-  // agent going away costs syscalls, so it starts only when a call lasts.
-  auto deadline = std::chrono::steady_clock::now() +
-                  absl::ToChronoMilliseconds(state_.dispatcher->options().call_timeout);
-  call_timer_.expires_at(std::min(deadline, std::chrono::steady_clock::now() + kWatchAfter));
-  // A handler that already ran its course when the call ended must not touch
-  // the next call (a batch, a pipelined request): each knows its call.
-  uint64_t call = ++call_seq_;
-  call_timer_.async_wait([self = shared_from_this(), deadline, call](beast::error_code ec) {
-    if (ec || self->phase_ != Phase::kForwarding || self->call_seq_ != call) {
-      return;
-    }
-    self->WatchPeer();
-    self->call_timer_.expires_at(deadline);
-    self->call_timer_.async_wait([self, call](beast::error_code ec) {
-      if (!ec && self->call_seq_ == call) {
-        self->CancelCall(RouterClient::CancelReason::kDeadline);
-      }
-    });
-  });
+  // agent going away costs system calls, so it starts only when a call lasts.
+  auto now = std::chrono::steady_clock::now();
+  call_deadline_ = now + absl::ToChronoMilliseconds(state_.dispatcher->options().call_timeout);
+  StartTimer(std::min(call_deadline_, now + kWatchAfter), &HttpSession::OnCallLasting);
+}
+
+void HttpSession::OnCallLasting() {
+  if (phase_ != Phase::kForwarding) {
+    return;
+  }
+  if (buffer_.size() == 0) {
+    ReadSome();
+  }
+  StartTimer(call_deadline_, &HttpSession::OnCallDeadline);
+}
+
+void HttpSession::OnCallDeadline() {
+  CancelCall(RouterClient::CancelReason::kDeadline);
 }
 
 void HttpSession::CancelCall(RouterClient::CancelReason reason) {
   if (phase_ == Phase::kForwarding && call_ref_ != 0) {
-    call_timer_.cancel();
+    StopTimer();
     // The waiter hears kTimeout or kCancelled through OnCallDone.
     state_.router->Cancel(account_, std::exchange(call_ref_, 0), reason);
   }
@@ -484,11 +495,10 @@ void HttpSession::OnForwardEvent(std::string message) {
     refusal.effect = state_.dispatcher->RefuseTabRequest(message);
     return Apply(refusal);
   }
-  if (!sse_) {
-    StartSse();
-    ScheduleKeepAlive();
+  if (!out_.in_sse()) {
+    out_.StartSse();
   }
-  SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
+  out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
 }
 
 void HttpSession::OnForwarded(ForwardOutcome outcome) {
@@ -496,159 +506,36 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
     return;
   }
   call_ref_ = 0;
-  call_timer_.cancel();
+  StopTimer();
+  phase_ = Phase::kReading;  // answering; the watch, if any, goes on
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
   HttpReply reply = state_.dispatcher->FinishForward(*plan_, std::move(outcome));
   if (!batch_.empty()) {
     batch_answers_.push_back(std::move(reply.body));
-    phase_ = Phase::kReading;
     return RunBatch();
   }
-  if (!sse_) {
+  if (!out_.in_sse()) {
     return Reply(reply);
   }
-  keepalive_timer_.cancel();
-  SendEvent(reply.body);
-  EndSse();
+  out_.SendEvent(reply.body);
+  out_.EndSse(keep_alive_);
 }
 
-// ----------------------------------------------------------------- streams --
+// ------------------------------------------------------------------ timer --
 
-void HttpSession::OpenStream(const std::string& session) {
-  phase_ = Phase::kStreaming;
-  stream_.expires_never();
-  stream_session_ = session;
-  uint64_t last_event_id = 0;
-  if (auto last = Header("last-event-id")) {
-    if (!absl::SimpleAtoi(*last, &last_event_id)) {
-      last_event_id = 0;
-    }
-  }
-  Touch(session, /*force=*/true);
-  stream_id_ = state_.streams->Add(weak_from_this());
-  StartSse();
-  SendStreamOpen(last_event_id);
-  ScheduleKeepAlive();
-  WatchPeer();
-}
-
-void HttpSession::SendStreamOpen(uint64_t last_event_id) {
-  relay::v1::GatewayEvent event;
-  auto* open = event.mutable_stream_open();
-  open->set_stream_id(stream_id_);
-  open->set_session_id(stream_session_);
-  open->set_account(account_);
-  open->set_last_event_id(last_event_id);
-  ToRouter(std::move(event));
-}
-
-void HttpSession::CloseStream() {
-  if (stream_id_ == 0) {
-    return;
-  }
-  state_.streams->Remove(stream_id_);
-  relay::v1::GatewayEvent event;
-  event.mutable_stream_close()->set_stream_id(stream_id_);
-  event.mutable_stream_close()->set_session_id(stream_session_);
-  ToRouter(std::move(event));
-  stream_id_ = 0;
-}
-
-void HttpSession::PostStreamEvent(uint64_t event_id, std::string message) {
-  asio::post(stream_.get_executor(),
-             [self = shared_from_this(), event_id, message = std::move(message)] {
-               if (self->phase_ == Phase::kStreaming) {
-                 self->SendEvent(message, event_id);
-               }
-             });
-}
-
-void HttpSession::PostNotice(std::string message) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), message = std::move(message)] {
-    if (self->phase_ == Phase::kStreaming) {
-      self->SendEvent(message);
+void HttpSession::StartTimer(std::chrono::steady_clock::time_point at,
+                             void (HttpSession::*then)()) {
+  timer_.expires_at(at);
+  timer_.async_wait([self = shared_from_this(), seq = ++timer_seq_, then](beast::error_code ec) {
+    if (!ec && self->timer_seq_ == seq) {
+      ((*self).*then)();
     }
   });
 }
 
-void HttpSession::PostReannounce(size_t shard) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
-    if (self->phase_ == Phase::kStreaming && self->stream_id_ != 0 &&
-        !self->state_.ended->Contains(self->stream_session_) &&
-        self->state_.router->ShardOf(self->account_) == shard) {
-      self->SendStreamOpen(0);
-    }
-  });
-}
-
-void HttpSession::PostSessionEnded(std::string session) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), session = std::move(session)] {
-    if (self->phase_ == Phase::kStreaming && self->stream_session_ == session) {
-      self->CloseStream();
-      self->keepalive_timer_.cancel();
-      self->keep_alive_ = false;
-      self->EndSse();
-    }
-  });
-}
-
-void HttpSession::PostGoingAway() {
-  asio::post(stream_.get_executor(), [self = shared_from_this()] {
-    if (self->phase_ == Phase::kStreaming) {
-      self->CloseStream();
-      self->keepalive_timer_.cancel();
-      self->keep_alive_ = false;
-      self->EndSse();
-    }
-  });
-}
-
-void HttpSession::WatchPeer() {
-  if (watching_) {
-    return;
-  }
-  watching_ = true;
-  stream_.socket().async_read_some(
-      buffer_.prepare(1024),
-      beast::bind_front_handler(&HttpSession::OnPeerData, shared_from_this()));
-}
-
-void HttpSession::OnPeerData(beast::error_code ec, size_t bytes) {
-  watching_ = false;
-  if (!ec) {
-    buffer_.commit(bytes);  // a pipelined request, kept for the next read
-  }
-  if (resume_after_watch_) {
-    // The answer is out and the watch was being stopped: whether it ended by
-    // the cancel or by new data, the next request is read now.
-    resume_after_watch_ = false;
-    return AfterWrites();
-  }
-  if (!ec) {
-    if ((phase_ == Phase::kForwarding || phase_ == Phase::kStreaming) &&
-        buffer_.size() < kMaxPipelined) {
-      WatchPeer();  // keep watching for the close
-    }
-    return;
-  }
-  // The client went away: give up the call (the tab hears of it) or the stream.
-  CancelCall(RouterClient::CancelReason::kAgentGone);
-  if (phase_ == Phase::kStreaming) {
-    CloseStream();
-  }
-  Close();
-}
-
-void HttpSession::ScheduleKeepAlive() {
-  keepalive_timer_.expires_after(absl::ToChronoMilliseconds(state_.options.sse_keepalive));
-  keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || !self->sse_ || self->phase_ == Phase::kClosed) {
-      return;
-    }
-    // A comment line: proxies see traffic and do not cut an idle stream.
-    self->Enqueue(EncodeSseKeepAlive());
-    self->ScheduleKeepAlive();
-  });
+void HttpSession::StopTimer() {
+  ++timer_seq_;
+  timer_.cancel();
 }
 
 // ------------------------------------------------------------------ output --
@@ -662,8 +549,7 @@ void HttpSession::Respond(int status, absl::string_view content_type, absl::stri
   if (body_pending) {
     keep_alive_ = false;
   }
-  then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
-  Enqueue(EncodeResponse(status, content_type, body, extra_headers, keep_alive_));
+  out_.Respond(status, content_type, body, extra_headers, keep_alive_);
 }
 
 void HttpSession::Reply(const HttpReply& reply) {
@@ -678,84 +564,19 @@ void HttpSession::ReplyText(int status, absl::string_view message) {
   Respond(status, "application/json", JsonErrorBody(message));
 }
 
-void HttpSession::StartSse(absl::string_view extra_headers) {
-  sse_ = true;
-  then_ = Then::kNothing;
-  Enqueue(EncodeSseHead(extra_headers));
-}
-
-void HttpSession::SendEvent(absl::string_view message, uint64_t event_id) {
-  Enqueue(EncodeSseEvent(message, event_id));
-}
-
-void HttpSession::EndSse() {
-  // A keep-alive whose timer already fired must not follow the last chunk.
-  sse_ = false;
-  then_ = keep_alive_ ? Then::kReadNext : Then::kClose;
-  Enqueue(std::string(kLastChunk));
-}
-
-void HttpSession::Enqueue(std::string bytes) {
+void HttpSession::OnResponseWritten(AfterResponse next) {
   if (phase_ == Phase::kClosed) {
     return;
   }
-  if (!out_.Push(std::move(bytes))) {
-    // A client that keeps a stream open but does not read: let it go rather
-    // than hold its events without bound.
-    common::LogWarn("agent stream not read; closing it");
-    CancelCall(RouterClient::CancelReason::kAgentGone);
-    CloseStream();
-    beast::error_code ignored;
-    stream_.socket().close(ignored);
-    phase_ = Phase::kClosed;
-    return;
-  }
-  if (out_.ready()) {
-    DoWrite();
-  }
-}
-
-void HttpSession::DoWrite() {
-  // Everything queued goes out in one gathered write.
-  std::vector<asio::const_buffer> buffers;
-  for (const std::string& bytes : out_.StartWrite()) {
-    buffers.push_back(asio::buffer(bytes));
-  }
-  asio::async_write(stream_.socket(), buffers,
-                    beast::bind_front_handler(&HttpSession::OnWrite, shared_from_this()));
-}
-
-void HttpSession::OnWrite(beast::error_code ec, size_t) {
-  out_.Written();
-  if (ec) {
-    CancelCall(RouterClient::CancelReason::kAgentGone);
-    CloseStream();
-    return Close();
-  }
-  if (out_.ready()) {
-    return DoWrite();
-  }
-  if (then_ == Then::kNothing) {
-    return;
-  }
-  if (watching_) {
-    // The peer watch holds the read side: stop it, then go on (OnPeerData).
-    resume_after_watch_ = true;
-    beast::error_code ignored;
-    stream_.socket().cancel(ignored);
-    return;
-  }
-  AfterWrites();
-}
-
-void HttpSession::AfterWrites() {
-  Then then = std::exchange(then_, Then::kNothing);
-  if (then == Then::kReadNext) {
+  if (next == AfterResponse::kReadNext) {
     return DoReadHeader();
   }
-  if (then == Then::kClose) {
-    Close();
-  }
+  Close();
+}
+
+void HttpSession::OnWriteFailed() {
+  CancelCall(RouterClient::CancelReason::kAgentGone);
+  Close();
 }
 
 void HttpSession::Close() {
@@ -763,33 +584,15 @@ void HttpSession::Close() {
     return;
   }
   phase_ = Phase::kClosed;
-  keepalive_timer_.cancel();
-  call_timer_.cancel();
-  CloseStream();
-  beast::error_code ec;
-  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-  // Closing with unread input makes the kernel send a reset, which can destroy
-  // our answer (a 413, a 401) before the client reads it: read and drop what
-  // the client still sends, for a little while.
-  if (!watching_) {
-    Drain();
+  StopTimer();
+  out_.Stop();
+  if (read_in_flight_) {
+    // The watch holds the read side: stop it; OnBytes closes.
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+    return;
   }
-}
-
-void HttpSession::Drain() {
-  // One deadline for the whole drain, not one per read: a client that keeps
-  // sending cannot hold the connection.
-  if (drain_until_ == std::chrono::steady_clock::time_point{}) {
-    drain_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  }
-  stream_.expires_at(drain_until_);
-  buffer_.consume(buffer_.size());
-  stream_.async_read_some(buffer_.prepare(64 * 1024),
-                          [self = shared_from_this()](beast::error_code ec, size_t) {
-                            if (!ec) {
-                              self->Drain();
-                            }
-                          });
+  CloseLingering(stream_, shared_from_this());
 }
 
 }  // namespace relay::gateway

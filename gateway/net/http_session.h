@@ -1,6 +1,6 @@
 #pragma once
 
-#include <deque>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,112 +11,107 @@
 #include <boost/beast/http.hpp>
 
 #include "absl/strings/string_view.h"
-#include "gateway/rpc/auth_client.h"
-#include "gateway/net/gateway_state.h"
-#include "gateway/core/http_framing.h"
 #include "gateway/core/mcp_dispatcher.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/net/response_writer.h"
+#include "gateway/rpc/auth_client.h"
 #include "gateway/rpc/router_client.h"
 
 namespace relay::gateway {
 
-// One agent's HTTP/1.1 connection (keep-alive, one request at a time), or the
-// first request of a tab's connection, which it hands to a TabSession.
-// Answers are JSON, or SSE when the client accepts it and the tab sends
-// something before its answer (progress, logs, requests to the agent); a GET
-// turns the connection into the session's notification stream.
+// One agent's HTTP/1.1 connection: requests read one at a time (keep-alive,
+// pipelined bytes kept), each checked (RequestGate, the bearer), dispatched
+// (McpDispatcher) and answered, a forwarded call waiting for its tab with SSE
+// events when the client accepts them. A tab's upgrade goes to a TabSession
+// and a GET stream to an AgentStream, which take the connection over.
 //
-// Runs on its own strand: every member is touched only there; other threads
-// (gRPC callbacks, the router's commands) use the Post* methods. Lives as long
-// as its pending operations.
-class HttpSession : public std::enable_shared_from_this<HttpSession>, public CallWaiter {
+// Runs on its own strand: every member is touched only there; the router's
+// callbacks (CallWaiter) post to it. Lives as long as its pending operations.
+//
+// One read at most is in flight on the socket: the wait for the next
+// request's first bytes and, while a call lasts, the watch for the agent
+// going away are the same read, so the end of an answer never has to stop a
+// watch before it reads on.
+class HttpSession : public std::enable_shared_from_this<HttpSession>,
+                    public CallWaiter,
+                    public WriterOwner {
  public:
   HttpSession(boost::asio::ip::tcp::socket&& socket, GatewayState& state);
+
+  void Run();
 
   // CallWaiter: any thread; posts to the strand.
   void OnCallEvent(std::string message) override;
   void OnCallDone(ForwardOutcome outcome) override;
 
-  void Run();
-
-  // For an open GET stream.
-  void PostStreamEvent(uint64_t event_id, std::string message);
-  void PostReannounce(size_t shard);
-  // A notification of this gateway's own (the catalogue changed).
-  void PostNotice(std::string message);
-  void PostGoingAway();
-  // The session was ended (DELETE): its stream, if this is it, ends.
-  void PostSessionEnded(std::string session);
+  // WriterOwner.
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  void OnResponseWritten(AfterResponse next) override;
+  void OnWriteFailed() override;
 
  private:
-  enum class Phase { kReading, kAuthorizing, kForwarding, kStreaming, kClosed };
-  // What happens once everything queued is written.
-  enum class Then { kNothing, kReadNext, kClose };
+  enum class Phase { kIdle, kReading, kAuthorizing, kForwarding, kClosed };
 
+  // Reading.
   void DoReadHeader();
-  // The header, once its first bytes are in (or were already buffered).
   void ReadHeaderBytes();
+  void ReadSome();
+  void OnBytes(boost::beast::error_code ec, size_t bytes);
   void OnReadHeader(boost::beast::error_code ec, size_t bytes);
   void ServeOperator(absl::string_view path);
+  void Authorize();
   void OnVerified(AuthVerdict verdict);
   void DoReadBody();
   void DiscardBody(uint64_t remaining);
-  void ReplyTooLarge();
   void OnReadBody(boost::beast::error_code ec, size_t bytes);
+
+  // Dispatching.
   void Dispatch();
   void Apply(const PostDecision& decision);
   // Answers a batch's messages one after the other, then all at once.
   void RunBatch();
+  void OpenStream(const std::string& session);
+
+  // The forwarded call.
   void StartForward(ForwardPlan plan);
+  void OnCallLasting();
+  void OnCallDeadline();
   void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
   // Gives up the call in flight, if any (the tab is told).
   void CancelCall(RouterClient::CancelReason reason);
-  // Sends a session event to the account's shard.
-  void ToRouter(relay::v1::GatewayEvent event);
-  void OpenStream(const std::string& session);
-  void CloseStream();
-  void SendStreamOpen(uint64_t last_event_id);
 
-  // Notices a client that goes away while we wait or stream.
-  void WatchPeer();
-  void OnPeerData(boost::beast::error_code ec, size_t bytes);
-  void ScheduleKeepAlive();
+  // The one timer: the wait for the next request, or the call's watch and deadline.
+  void StartTimer(std::chrono::steady_clock::time_point at, void (HttpSession::*then)());
+  void StopTimer();
+  void OnIdleTimeout();
 
-  // Output: whole responses, SSE headers and chunks, one write in flight.
+  // Output.
   void Respond(int status, absl::string_view content_type, absl::string_view body,
                absl::string_view extra_headers = "");
   void Reply(const HttpReply& reply);
   void ReplyText(int status, absl::string_view message);
-  void StartSse(absl::string_view extra_headers = "");
-  void SendEvent(absl::string_view message, uint64_t event_id = 0);
-  void EndSse();
-  void Enqueue(std::string bytes);
-  void DoWrite();
-  void OnWrite(boost::beast::error_code ec, size_t bytes);
-  void AfterWrites();
+  void ReplyTooLarge();
   void Close();
-  void Drain();
 
   std::optional<std::string> Header(boost::beast::http::field field) const;
   std::optional<std::string> Header(absl::string_view name) const;
   std::string ClientAddress() const;
-  void Touch(const std::string& session, bool force);
+  void ToRouter(relay::v1::GatewayEvent event);
 
   boost::beast::tcp_stream stream_;
   GatewayState& state_;
   ConnectionSlot slot_;
+  ResponseWriter out_;
   bool first_request_ = true;
-  std::chrono::steady_clock::time_point drain_until_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  boost::asio::steady_timer keepalive_timer_;
   Phase phase_ = Phase::kReading;
-  Then then_ = Then::kNothing;
   bool keep_alive_ = true;
   bool body_read_ = false;
-  bool watching_ = false;
-  bool resume_after_watch_ = false;
-  bool sse_ = false;
+  bool read_in_flight_ = false;
+  boost::asio::steady_timer timer_;
+  uint64_t timer_seq_ = 0;  // a handler of an earlier arming does nothing
   std::string account_;
   std::string client_address_;  // as the brake sees it; set when authsvc is asked
   AgentHeaders headers_;
@@ -126,12 +121,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>, public Cal
   std::vector<std::string> batch_answers_;
   // The call in flight, for Cancel; 0 when none.
   uint64_t call_ref_ = 0;
-  uint64_t call_seq_ = 0;  // counts this connection's calls, for the timer's handlers
-  boost::asio::steady_timer call_timer_;
-  OutputQueue out_;
-  // GET stream
-  uint64_t stream_id_ = 0;
-  std::string stream_session_;
+  std::chrono::steady_clock::time_point call_deadline_;
 };
 
 }  // namespace relay::gateway

@@ -1,6 +1,6 @@
 #include "gateway/net/router_commands.h"
 
-#include "gateway/net/http_session.h"
+#include "gateway/net/agent_stream.h"
 #include "gateway/net/tab_session.h"
 #include "relay/v1/router.pb.h"
 
@@ -50,7 +50,7 @@ void RouterCommands::OnCommand(RouterCommand& command) {
     case RouterCommand::kStreamEvent:
       if (auto stream = streams_.Find(command.stream_event().stream_id())) {
         auto* event = command.mutable_stream_event();
-        stream->PostStreamEvent(event->event_id(), std::move(*event->mutable_message()));
+        stream->PostEvent(event->event_id(), std::move(*event->mutable_message()));
       }
       break;
     case RouterCommand::kSessionEnded: {

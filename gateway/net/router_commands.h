@@ -8,7 +8,7 @@
 
 namespace relay::gateway {
 
-class HttpSession;
+class AgentStream;
 class TabSession;
 
 // The one place where the routers' commands are told apart on the gateway:
@@ -16,7 +16,7 @@ class TabSession;
 // threads.
 class RouterCommands final : public RouterCommandSink {
  public:
-  RouterCommands(Registry<TabSession>& tabs, Registry<HttpSession>& streams,
+  RouterCommands(Registry<TabSession>& tabs, Registry<AgentStream>& streams,
                  EndedSessions& ended)
       : tabs_(tabs), streams_(streams), ended_(ended) {}
 
@@ -29,7 +29,7 @@ class RouterCommands final : public RouterCommandSink {
 
  private:
   Registry<TabSession>& tabs_;
-  Registry<HttpSession>& streams_;
+  Registry<AgentStream>& streams_;
   EndedSessions& ended_;
   std::atomic<bool> ready_{false};
 };

@@ -1,0 +1,127 @@
+#include "gateway/net/agent_stream.h"
+
+#include <boost/asio/post.hpp>
+
+#include "absl/time/time.h"
+#include "gateway/core/session_events.h"
+#include "gateway/core/session_state.h"
+#include "gateway/net/registry.h"
+
+namespace relay::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+
+namespace {
+
+// Unwritten output one stream may hold (events an agent does not read).
+constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
+
+}  // namespace
+
+AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
+                         std::string account, std::string session)
+    : stream_(std::move(stream)), state_(state), slot_(std::move(slot)),
+      account_(std::move(account)), session_(std::move(session)),
+      out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
+           kMaxQueuedBytes) {}
+
+void AgentStream::Run(uint64_t last_event_id) {
+  stream_.expires_never();
+  state_.router->Send(account_, SessionTouchEvent(account_, session_));
+  stream_id_ = state_.streams->Add(weak_from_this());
+  out_.StartSse();
+  state_.router->Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id));
+  WatchPeer();
+}
+
+void AgentStream::WatchPeer() {
+  scratch_.resize(1024);
+  stream_.socket().async_read_some(
+      asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (self->closing_) {
+          // The last chunk is out and this read was cancelled to close.
+          return CloseLingering(self->stream_, self);
+        }
+        if (self->ended_) {
+          return;
+        }
+        if (ec) {
+          // The agent went away: so does the stream.
+          self->Unregister();
+          self->ended_ = true;
+          self->out_.Stop();
+          beast::error_code ignored;
+          self->stream_.socket().close(ignored);
+          return;
+        }
+        self->WatchPeer();  // a request on a stream is never answered: dropped
+      });
+}
+
+void AgentStream::PostEvent(uint64_t event_id, std::string message) {
+  asio::post(stream_.get_executor(),
+             [self = shared_from_this(), event_id, message = std::move(message)] {
+               if (!self->ended_) {
+                 self->out_.SendEvent(message, event_id);
+               }
+             });
+}
+
+void AgentStream::PostNotice(std::string message) {
+  PostEvent(0, std::move(message));
+}
+
+void AgentStream::PostReannounce(size_t shard) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
+    if (!self->ended_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
+        self->state_.router->ShardOf(self->account_) == shard) {
+      self->state_.router->Send(self->account_, StreamOpenEvent(self->stream_id_, self->account_,
+                                                                self->session_, 0));
+    }
+  });
+}
+
+void AgentStream::PostSessionEnded(std::string session) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), session = std::move(session)] {
+    if (self->session_ == session) {
+      self->End();
+    }
+  });
+}
+
+void AgentStream::PostGoingAway() {
+  asio::post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
+}
+
+void AgentStream::End() {
+  if (ended_) {
+    return;
+  }
+  Unregister();
+  out_.EndSse(/*keep_alive=*/false);  // OnResponseWritten closes
+}
+
+void AgentStream::OnResponseWritten(AfterResponse) {
+  // The peer watch holds the read side: stop it, then close (in its handler).
+  ended_ = true;
+  closing_ = true;
+  beast::error_code ignored;
+  stream_.socket().cancel(ignored);
+}
+
+void AgentStream::OnWriteFailed() {
+  ended_ = true;
+  Unregister();
+}
+
+void AgentStream::Unregister() {
+  if (stream_id_ == 0) {
+    return;
+  }
+  state_.streams->Remove(stream_id_);
+  state_.router->Send(account_, StreamCloseEvent(stream_id_, session_));
+  stream_id_ = 0;
+}
+
+}  // namespace relay::gateway

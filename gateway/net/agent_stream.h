@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/beast/core.hpp>
+
+#include "gateway/net/gateway_state.h"
+#include "gateway/net/response_writer.h"
+
+namespace relay::gateway {
+
+// An agent's long-lived stream (the GET of a 2025 session): an SSE response
+// that carries the session's notifications and requests from the router until
+// the agent goes away, the session ends, or the gateway stops. Takes over the
+// connection from the HttpSession that read the GET; the connection closes
+// when the stream ends.
+//
+// Runs on the connection's strand; other threads use the Post* methods.
+// Lives as long as its pending operations.
+class AgentStream : public std::enable_shared_from_this<AgentStream>, public WriterOwner {
+ public:
+  AgentStream(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
+              std::string account, std::string session);
+
+  // On the strand: registers the stream, answers the GET, tells the router
+  // (which replays what came after last_event_id).
+  void Run(uint64_t last_event_id);
+
+  // A message for the session, from the router.
+  void PostEvent(uint64_t event_id, std::string message);
+  // A notification of this gateway's own (the catalogue changed).
+  void PostNotice(std::string message);
+  // The link to shard came back: announce the stream again if its account is there.
+  void PostReannounce(size_t shard);
+  // The session was ended (DELETE): if this is its stream, it ends.
+  void PostSessionEnded(std::string session);
+  // The gateway stops.
+  void PostGoingAway();
+
+  // WriterOwner.
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  void OnResponseWritten(AfterResponse next) override;
+  void OnWriteFailed() override;
+
+ private:
+  // Notices the agent going away: any read completing with an error.
+  void WatchPeer();
+  // Ends the response and the connection.
+  void End();
+  // Tells the router the stream is gone (once).
+  void Unregister();
+
+  boost::beast::tcp_stream stream_;
+  GatewayState& state_;
+  ConnectionSlot slot_;
+  const std::string account_;
+  const std::string session_;
+  ResponseWriter out_;
+  std::string scratch_;  // what the agent sends on a stream is read and dropped
+  uint64_t stream_id_ = 0;
+  bool ended_ = false;
+  bool closing_ = false;  // the last chunk is written; the watch is being stopped
+};
+
+}  // namespace relay::gateway

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "absl/strings/string_view.h"
+#include "gateway/core/http_framing.h"
+
+namespace relay::gateway {
+
+// What a connection does once a response is all written.
+enum class AfterResponse { kReadNext, kClose };
+
+// What a ResponseWriter tells the connection that owns it.
+class WriterOwner {
+ public:
+  virtual ~WriterOwner() = default;
+  // Held by every pending write and timer of the writer, so that the owner
+  // (which holds the writer and the socket) outlives them.
+  virtual std::shared_ptr<void> KeepAlive() = 0;
+  // The response is out: read the next request, or close.
+  virtual void OnResponseWritten(AfterResponse next) = 0;
+  // The peer cannot be written to (an error, or unread output over the
+  // bound): the writer has closed the socket and writes nothing more.
+  virtual void OnWriteFailed() = 0;
+};
+
+// The output side of one agent connection: whole responses and SSE streams
+// (framing from http_framing.h), everything queued going out in one gathered
+// write while none is in flight, keep-alive comments while an SSE response is
+// open, and the end of each response. Runs on its owner's strand.
+class ResponseWriter {
+ public:
+  ResponseWriter(boost::beast::tcp_stream& stream, WriterOwner& owner,
+                 std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes);
+
+  // A whole response; once written, the owner reads the next request or closes.
+  void Respond(int status, absl::string_view content_type, absl::string_view body,
+               absl::string_view extra_headers, bool keep_alive);
+  // An SSE response: its head, events, and its end.
+  void StartSse(absl::string_view extra_headers = "");
+  void SendEvent(absl::string_view message, uint64_t event_id = 0);
+  void EndSse(bool keep_alive);
+  bool in_sse() const { return sse_; }
+  // Nothing more is queued or written (the connection is closing).
+  void Stop();
+
+ private:
+  void Enqueue(std::string bytes);
+  void DoWrite();
+  void OnWrite(boost::beast::error_code ec, size_t bytes);
+  void ScheduleKeepAlive();
+
+  boost::beast::tcp_stream& stream_;
+  WriterOwner& owner_;
+  const std::chrono::milliseconds sse_keepalive_;
+  OutputQueue out_;
+  boost::asio::steady_timer keepalive_timer_;
+  // Set when the response's last bytes are queued; told to the owner once
+  // they are written.
+  std::optional<AfterResponse> then_;
+  bool sse_ = false;
+  bool stopped_ = false;
+};
+
+// Ends a connection without losing its last answer: shuts the send side, then
+// reads and drops what the peer still sends for up to two seconds, because
+// closing with unread input makes the kernel send a reset that can destroy an
+// answer (a 413, a 401) before the client reads it. Nothing else may read the
+// stream meanwhile; owner is held until the reads end.
+void CloseLingering(boost::beast::tcp_stream& stream, std::shared_ptr<void> owner);
+
+}  // namespace relay::gateway

@@ -1,0 +1,84 @@
+#include "gateway/core/session_events.h"
+
+#include <gtest/gtest.h>
+
+namespace relay::gateway {
+namespace {
+
+TEST(SessionEventsTest, NoEffectSendsNothing) {
+  EXPECT_FALSE(EffectEvent("alice", "s1", SessionEffect{}).has_value());
+}
+
+TEST(SessionEventsTest, SubscribeAndUnsubscribeCarryTheUriAndTheAccount) {
+  SessionEffect effect;
+  effect.kind = SessionEffect::Kind::kSubscribe;
+  effect.value = "doc://1";
+  auto event = EffectEvent("alice", "s1", effect);
+  ASSERT_TRUE(event.has_value());
+  ASSERT_TRUE(event->has_session_subscribe());
+  EXPECT_EQ(event->session_subscribe().account(), "alice");
+  EXPECT_EQ(event->session_subscribe().session_id(), "s1");
+  EXPECT_EQ(event->session_subscribe().uri(), "doc://1");
+  EXPECT_TRUE(event->session_subscribe().subscribe());
+
+  effect.kind = SessionEffect::Kind::kUnsubscribe;
+  event = EffectEvent("alice", "s1", effect);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_FALSE(event->session_subscribe().subscribe());
+}
+
+TEST(SessionEventsTest, LogLevel) {
+  SessionEffect effect;
+  effect.kind = SessionEffect::Kind::kLogLevel;
+  effect.value = "warning";
+  auto event = EffectEvent("bob", "s2", effect);
+  ASSERT_TRUE(event.has_value() && event->has_session_log_level());
+  EXPECT_EQ(event->session_log_level().level(), "warning");
+  EXPECT_EQ(event->session_log_level().account(), "bob");
+}
+
+TEST(SessionEventsTest, TheAgentsAnswerGoesToTheCallAndTheTabsRequest) {
+  SessionEffect effect;
+  effect.kind = SessionEffect::Kind::kAgentReply;
+  effect.call_id = 42;
+  effect.tab_request_id = "t-7";
+  effect.is_error = true;
+  effect.payload = R"({"code":-1})";
+  auto event = EffectEvent("alice", "s1", effect);
+  ASSERT_TRUE(event.has_value() && event->has_agent_reply());
+  EXPECT_EQ(event->agent_reply().call_id(), 42u);
+  EXPECT_EQ(event->agent_reply().tab_request_id(), "t-7");
+  EXPECT_TRUE(event->agent_reply().is_error());
+  EXPECT_EQ(event->agent_reply().payload(), R"({"code":-1})");
+  EXPECT_EQ(event->agent_reply().account(), "alice");
+}
+
+TEST(SessionEventsTest, TheAgentsCancelNamesItsRequestAndReason) {
+  SessionEffect effect;
+  effect.kind = SessionEffect::Kind::kAgentCancel;
+  effect.value = "7";
+  effect.reason = "user stopped";
+  auto event = EffectEvent("alice", "s1", effect);
+  ASSERT_TRUE(event.has_value() && event->has_agent_cancel());
+  EXPECT_EQ(event->agent_cancel().request_id(), "7");
+  EXPECT_EQ(event->agent_cancel().reason(), "user stopped");
+  EXPECT_EQ(event->agent_cancel().session_id(), "s1");
+}
+
+TEST(SessionEventsTest, SessionAndStreamEvents) {
+  auto touch = SessionTouchEvent("alice", "s1");
+  EXPECT_EQ(touch.session_touch().account(), "alice");
+  EXPECT_EQ(touch.session_touch().session_id(), "s1");
+  auto end = SessionEndEvent("alice", "s1");
+  EXPECT_EQ(end.session_end().session_id(), "s1");
+  auto open = StreamOpenEvent(9, "alice", "s1", 12);
+  EXPECT_EQ(open.stream_open().stream_id(), 9u);
+  EXPECT_EQ(open.stream_open().last_event_id(), 12u);
+  EXPECT_EQ(open.stream_open().account(), "alice");
+  auto close = StreamCloseEvent(9, "s1");
+  EXPECT_EQ(close.stream_close().stream_id(), 9u);
+  EXPECT_EQ(close.stream_close().session_id(), "s1");
+}
+
+}  // namespace
+}  // namespace relay::gateway
