@@ -1,5 +1,6 @@
 #include "gateway/core/request_gate.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -131,6 +132,45 @@ bool RequestGate::IsAllowedHost(absl::string_view host) const {
     }
   }
   return false;
+}
+
+}  // namespace relay::gateway
+
+namespace relay::gateway {
+
+absl::string_view RequestGate::BearerToken(absl::string_view authorization) {
+  constexpr absl::string_view kScheme = "Bearer ";
+  if (authorization.size() <= kScheme.size() ||
+      !absl::EqualsIgnoreCase(authorization.substr(0, kScheme.size()), kScheme)) {
+    return {};
+  }
+  return absl::StripAsciiWhitespace(authorization.substr(kScheme.size()));
+}
+
+GateDecision RequestGate::RefuseRequest(int status, std::string message) {
+  return Refuse(status, std::move(message));
+}
+
+GateDecision RequestGate::RefuseInvalidToken() {
+  GateDecision decision =
+      Refuse(401, "missing or invalid bearer token; create a token in the editor's account menu "
+                  "and send it as Authorization: Bearer <token>");
+  decision.extra_headers =
+      "WWW-Authenticate: Bearer realm=\"mcp-relay\", error=\"invalid_token\"\r\n";
+  return decision;
+}
+
+GateDecision RequestGate::RefuseLockedOut(int64_t retry_after_seconds) {
+  GateDecision decision =
+      Refuse(429, "too many failed attempts from this address; retry later");
+  decision.extra_headers =
+      absl::StrCat("Retry-After: ", std::max<int64_t>(retry_after_seconds, 1), "\r\n");
+  return decision;
+}
+
+GateDecision RequestGate::RefuseAuthUnavailable() {
+  return Refuse(503, "the account service could not be reached; your token was not rejected, "
+                     "try again shortly");
 }
 
 }  // namespace relay::gateway

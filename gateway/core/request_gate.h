@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,18 @@ class RequestGate {
   bool IsAllowedHost(absl::string_view host) const;
 
   const RequestGateOptions& options() const { return options_; }
+
+  // After the head: the bearer. The token of an Authorization header
+  // ("Bearer <token>", the scheme in any case); empty when there is none.
+  static absl::string_view BearerToken(absl::string_view authorization);
+  // The answers when the bearer is not accepted: missing or invalid (401 with
+  // WWW-Authenticate), an address the host API's brake holds off (429 with
+  // Retry-After, at least 1 s), the account service unreachable (503).
+  static GateDecision RefuseInvalidToken();
+  static GateDecision RefuseLockedOut(int64_t retry_after_seconds);
+  static GateDecision RefuseAuthUnavailable();
+  // Any other refusal: status with {"error": message}.
+  static GateDecision RefuseRequest(int status, std::string message);
 
  private:
   RequestGateOptions options_;

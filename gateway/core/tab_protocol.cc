@@ -146,4 +146,14 @@ bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string*
   return !tab_request_id->empty();
 }
 
+TabAnswer TooDeepAnswer(bool is_tool_call, int max_depth) {
+  std::string why = absl::StrCat("The editor's answer was nested deeper than ", max_depth,
+                                 " levels and could not be passed on.");
+  if (is_tool_call) {
+    nlohmann::json result = {{"content", {{{"type", "text"}, {"text", why}}}}, {"isError", true}};
+    return {false, DumpJson(result)};
+  }
+  return {true, DumpJson(nlohmann::json{{"code", kInternalError}, {"message", why}})};
+}
+
 }  // namespace relay::gateway

@@ -76,4 +76,14 @@ std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message);
 // such a request, or false when id is not one the relay gave.
 bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string* tab_request_id);
 
+// What a call's agent gets when the tab's answer to it nested deeper than
+// max_depth and could not be passed on: a tool error for tools/call (the
+// agent's model reads it), a JSON-RPC error (payload is its error object)
+// for any other method.
+struct TabAnswer {
+  bool is_error = false;
+  std::string payload;
+};
+TabAnswer TooDeepAnswer(bool is_tool_call, int max_depth);
+
 }  // namespace relay::gateway

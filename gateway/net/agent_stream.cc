@@ -3,7 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/time/time.h"
-#include "gateway/core/session_events.h"
+#include "gateway/core/router_events.h"
 #include "gateway/core/session_state.h"
 #include "gateway/net/registry.h"
 

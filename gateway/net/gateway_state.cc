@@ -1,5 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "gateway/net/gateway_state.h"
+
+#include "absl/strings/string_view.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -45,6 +46,19 @@ std::string GatewayState::RenderMetrics() const {
   text.Add("relay_gateway_draining", "1 while the gateway drains after SIGTERM.", "gauge",
            draining.load() ? 1 : 0);
   return text.str();
+}
+
+GatewayState::OperatorAnswer GatewayState::AnswerOperator(absl::string_view path) const {
+  if (path == "/metrics") {
+    return {200, "text/plain; version=0.0.4", RenderMetrics()};
+  }
+  if (path == "/readyz" && draining.load()) {
+    return {503, "text/plain", "not ready: shutting down\n"};
+  }
+  if (path == "/readyz" && router->ShardsUp() == 0) {
+    return {503, "text/plain", "not ready: no router shard is reachable\n"};
+  }
+  return {200, "text/plain", "ok\n"};
 }
 
 }  // namespace relay::gateway

@@ -105,6 +105,15 @@ struct GatewayState {
   RequestGate gate{RequestGateOptions{}};
 
   std::string RenderMetrics() const;
+
+  // The operator endpoints: /healthz, /readyz (503 while draining or with no
+  // router shard reachable), /metrics.
+  struct OperatorAnswer {
+    int status;
+    absl::string_view content_type;
+    std::string body;
+  };
+  OperatorAnswer AnswerOperator(absl::string_view path) const;
 };
 
 }  // namespace relay::gateway

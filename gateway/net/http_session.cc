@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gateway/core/jsonrpc.h"
-#include "gateway/core/session_events.h"
+#include "gateway/core/router_events.h"
 #include "gateway/core/session_state.h"
 #include "gateway/core/trusted_proxies.h"
 #include "gateway/net/agent_stream.h"
@@ -28,7 +28,6 @@ namespace {
 
 // A forwarded call starts watching for its agent going away after this.
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
-constexpr absl::string_view kUnauthorized = R"(Bearer realm="mcp-relay", error="invalid_token")";
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 // Unwritten output one agent connection may hold (events of a call it does not read).
 constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
@@ -37,6 +36,10 @@ constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
     : stream_(std::move(socket)), state_(state), slot_(&state.connections),
+      admission_(state, *this, stream_.get_executor()),
+      in_(stream_, *this,
+          {absl::ToChronoMilliseconds(state.options.header_timeout),
+           absl::ToChronoMilliseconds(state.options.idle_timeout)}),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            kMaxQueuedBytes),
       timer_(stream_.get_executor()) {}
@@ -44,129 +47,48 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
 void HttpSession::Run() {
   // Start on the strand: the socket was accepted on another one.
   asio::dispatch(stream_.get_executor(),
-                 beast::bind_front_handler(&HttpSession::DoReadHeader, shared_from_this()));
+                 beast::bind_front_handler(&HttpSession::ReadNext, shared_from_this()));
 }
 
-// ---------------------------------------------------------------- reading --
+// ------------------------------------------------------------- admission --
 
-void HttpSession::DoReadHeader() {
+void HttpSession::ReadNext() {
   phase_ = Phase::kReading;
-  parser_.emplace();
-  parser_->header_limit(16 * 1024);
-  // No limit while the header is read (Beast would fail an oversized
-  // Content-Length right there); OnVerified checks it and answers 413.
-  parser_->body_limit(boost::none);
-  body_read_ = false;
   plan_.reset();
   call_ref_ = 0;
-  if (buffer_.size() > 0) {
-    return ReadHeaderBytes();  // pipelined: the next request is already here
-  }
-  // Nothing yet: wait for the first bytes, a keep-alive connection for
-  // --idle_timeout, a new one only for --header_timeout.
-  phase_ = Phase::kIdle;
-  absl::Duration wait = std::exchange(first_request_, false) ? state_.options.header_timeout
-                                                             : state_.options.idle_timeout;
-  StartTimer(std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait),
-             &HttpSession::OnIdleTimeout);
-  ReadSome();  // nothing to do if the last call's watch is still reading
-}
-
-void HttpSession::ReadHeaderBytes() {
-  // However slowly the rest comes, the whole header has --header_timeout.
-  stream_.expires_after(absl::ToChronoMilliseconds(state_.options.header_timeout));
-  http::async_read_header(stream_, buffer_, *parser_,
-                          beast::bind_front_handler(&HttpSession::OnReadHeader,
-                                                    shared_from_this()));
-}
-
-void HttpSession::ReadSome() {
-  if (read_in_flight_) {
-    return;
-  }
-  read_in_flight_ = true;
-  stream_.socket().async_read_some(
-      buffer_.prepare(4096), beast::bind_front_handler(&HttpSession::OnBytes, shared_from_this()));
-}
-
-void HttpSession::OnBytes(beast::error_code ec, size_t bytes) {
-  read_in_flight_ = false;
-  if (!ec) {
-    buffer_.commit(bytes);
-  }
-  switch (phase_) {
-    case Phase::kClosed:
-      // Close stopped this read to close the connection: it does so now.
-      if (!ec || ec == asio::error::operation_aborted) {
-        CloseLingering(stream_, shared_from_this());
-      }
-      return;
-    case Phase::kIdle:
-      if (ec) {
-        return Close();  // gone, or idle too long: nothing to answer
-      }
-      StopTimer();
-      return ReadHeaderBytes();
-    default:
-      // The watch of a call (or of its answer being written).
-      if (ec) {
-        // The agent went away: give up the call; the tab hears of it.
-        CancelCall(RouterClient::CancelReason::kAgentGone);
-        return Close();
-      }
-      // A pipelined request: kept for after the answer. The watch stops here
-      // (it may only read into an empty buffer).
-      return;
-  }
-}
-
-void HttpSession::OnIdleTimeout() {
-  if (phase_ == Phase::kIdle) {
-    beast::error_code ignored;
-    stream_.socket().cancel(ignored);  // OnBytes closes
-  }
-}
-
-std::optional<std::string> HttpSession::Header(http::field field) const {
-  const auto& req = parser_->get();
-  auto it = req.find(field);
-  if (it == req.end()) {
-    return std::nullopt;
-  }
-  return std::string(it->value());
-}
-
-std::optional<std::string> HttpSession::Header(absl::string_view name) const {
-  const auto& req = parser_->get();
-  auto it = req.find(beast::string_view(name.data(), name.size()));
-  if (it == req.end()) {
-    return std::nullopt;
-  }
-  return std::string(it->value());
+  in_.ReadNext();
 }
 
 std::string HttpSession::ClientAddress() const {
   beast::error_code ec;
   auto endpoint = stream_.socket().remote_endpoint(ec);
   std::string peer = ec ? "unknown" : endpoint.address().to_string();
-  return state_.proxies->ClientAddress(peer, Header("x-real-ip"), Header("x-forwarded-for"));
+  return state_.proxies->ClientAddress(peer, in_.Header("x-real-ip"),
+                                       in_.Header("x-forwarded-for"));
 }
 
-void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
-  if (ec == http::error::end_of_stream) {
-    return Close();
-  }
-  if (ec) {
-    if (ec == http::error::header_limit) {
-      keep_alive_ = false;
-      return ReplyText(431, "request headers too large");
-    }
-    return Close();  // reset, timeout or garbage: nothing to answer
-  }
-  const auto& req = parser_->get();
+void HttpSession::OnHeaderTooLarge() {
+  keep_alive_ = false;
+  Refuse(RequestGate::RefuseRequest(431, "request headers too large"));
+}
+
+void HttpSession::OnBodyTooLarge() {
+  Refuse(RequestGate::RefuseRequest(
+      413, absl::StrCat("request body over ", state_.options.max_body_bytes, " bytes; send less")));
+}
+
+void HttpSession::OnPeerGone() {
+  // Closed, reset, idle too long, or garbage: give up the call, if any (the
+  // tab hears of it); nothing to answer.
+  CancelCall(RouterClient::CancelReason::kAgentGone);
+  Close();
+}
+
+void HttpSession::OnHeader() {
+  const auto& req = in_.parser().get();
   keep_alive_ = req.keep_alive();
-  auto host = Header(http::field::host);
-  auto origin = Header(http::field::origin);
+  auto host = in_.Header(http::field::host);
+  auto origin = in_.Header(http::field::origin);
   RequestHead head;
   head.target = absl::string_view(req.target().data(), req.target().size());
   head.method = absl::string_view(req.method_string().data(), req.method_string().size());
@@ -175,167 +97,57 @@ void HttpSession::OnReadHeader(beast::error_code ec, size_t) {
   head.websocket_upgrade = websocket::is_upgrade(req);
   GateDecision decision = state_.gate.Decide(head, state_.draining.load());
   switch (decision.kind) {
-    case GateDecision::Kind::kOperator:
-      return ServeOperator(decision.path);
+    case GateDecision::Kind::kOperator: {
+      GatewayState::OperatorAnswer answer = state_.AnswerOperator(decision.path);
+      return Respond(answer.status, answer.content_type, answer.body);
+    }
     case GateDecision::Kind::kRefuse:
       state_.metrics.http_requests.Add();
       keep_alive_ = keep_alive_ && !decision.close;
-      return Respond(decision.status, "application/json", JsonErrorBody(decision.message),
-                     decision.extra_headers);
+      return Refuse(decision);
     case GateDecision::Kind::kTab:
       state_.metrics.http_requests.Add();
+      // The tab session takes the connection over; this one ends here.
       stream_.expires_never();
       phase_ = Phase::kClosed;
       out_.Stop();
       std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
-          ->Run(parser_->release());
+          ->Run(in_.parser().release());
       return;
     case GateDecision::Kind::kAgent:
       state_.metrics.http_requests.Add();
-      break;
+      // The bearer is checked before the body is read: an unauthenticated
+      // client never gets to upload 4 MiB.
+      return admission_.Check(in_.Header(http::field::authorization).value_or(""),
+                              [this] { return ClientAddress(); });
   }
-  Authorize();
 }
 
-void HttpSession::Authorize() {
-  // An address the host API's brake locked out is answered here until its
-  // Retry-After, without asking authsvc (the check costs nothing while no
-  // address is locked out).
-  if (!state_.lockouts.empty()) {
-    if (auto left = state_.lockouts.Remaining(ClientAddress(), absl::Now())) {
-      state_.metrics.locked_out.Add();
-      return Respond(429, "application/json",
-                     JsonErrorBody("too many failed attempts from this address; retry later"),
-                     absl::StrCat("Retry-After: ", absl::ToInt64Seconds(absl::Ceil(*left, absl::Seconds(1))),
-                                  "\r\n"));
-    }
-  }
-  // The bearer is checked before the body is read: an unauthenticated client
-  // never gets to upload 4 MiB.
-  auto authorization = Header(http::field::authorization);
-  absl::string_view token;
-  if (authorization && authorization->size() > 7 &&
-      absl::EqualsIgnoreCase(absl::string_view(*authorization).substr(0, 7), "Bearer ")) {
-    token = absl::StripAsciiWhitespace(absl::string_view(*authorization).substr(7));
-  }
-  if (token.empty()) {
-    return OnVerified(AuthVerdict{AuthVerdict::Kind::kInvalid, {}, {}, 0});
-  }
-  // Most requests are answered from the gateway's own memory of authsvc's
-  // verdicts: no RPC, no thread handoff.
-  std::string bearer(token);
-  if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer)) {
-    return OnVerified(*std::move(known));
-  }
-  phase_ = Phase::kAuthorizing;
-  client_address_ = ClientAddress();
-  state_.auth->VerifyToken(std::move(bearer), client_address_,
-                           [self = shared_from_this()](AuthVerdict verdict) {
-                             asio::post(self->stream_.get_executor(),
-                                        [self, verdict = std::move(verdict)]() mutable {
-                                          self->OnVerified(std::move(verdict));
-                                        });
-                           });
+void HttpSession::OnRefused(const GateDecision& refusal) {
+  Refuse(refusal);
 }
 
-void HttpSession::ServeOperator(absl::string_view path) {
-  if (path == "/metrics") {
-    return Respond(200, "text/plain; version=0.0.4", state_.RenderMetrics());
-  }
-  if (path == "/readyz" && state_.draining.load()) {
-    return Respond(503, "text/plain", "not ready: shutting down\n");
-  }
-  if (path == "/readyz" && state_.router->ShardsUp() == 0) {
-    return Respond(503, "text/plain", "not ready: no router shard is reachable\n");
-  }
-  Respond(200, "text/plain", "ok\n");
-}
-
-void HttpSession::OnVerified(AuthVerdict verdict) {
-  switch (verdict.kind) {
-    case AuthVerdict::Kind::kOk:
-      break;
-    case AuthVerdict::Kind::kInvalid:
-      state_.metrics.unauthorized.Add();
-      return Respond(401, "application/json",
-                     JsonErrorBody("missing or invalid bearer token; create a token in the "
-                                 "editor's account menu and send it as Authorization: Bearer "
-                                 "<token>"),
-                     absl::StrCat("WWW-Authenticate: ", kUnauthorized, "\r\n"));
-    case AuthVerdict::Kind::kLockedOut:
-      state_.metrics.locked_out.Add();
-      if (!client_address_.empty() && verdict.retry_after_seconds > 0) {
-        absl::Time now = absl::Now();
-        state_.lockouts.Put(client_address_, now + absl::Seconds(verdict.retry_after_seconds), now);
-      }
-      return Respond(429, "application/json",
-                     JsonErrorBody("too many failed attempts from this address; retry later"),
-                     absl::StrCat("Retry-After: ", verdict.retry_after_seconds, "\r\n"));
-    case AuthVerdict::Kind::kUnavailable:
-      state_.metrics.auth_unavailable.Add();
-      return ReplyText(503,
-                       "the account service could not be reached; your token was not rejected, "
-                       "try again shortly");
-  }
-  account_ = std::move(verdict.user);
-  headers_.session_id = Header("mcp-session-id");
-  headers_.protocol_version = Header("mcp-protocol-version");
-  auto accept = Header(http::field::accept);
+void HttpSession::OnAdmitted(std::string account) {
+  account_ = std::move(account);
+  headers_.session_id = in_.Header("mcp-session-id");
+  headers_.protocol_version = in_.Header("mcp-protocol-version");
+  auto accept = in_.Header(http::field::accept);
   headers_.accepts_sse = accept && absl::StrContains(*accept, "text/event-stream");
-  if (parser_->get().method() == http::verb::post) {
-    auto length = parser_->content_length();
-    if (length && *length > state_.options.max_body_bytes) {
-      // Read the body to the end (up to a bound) before answering 413: many
-      // clients fail on an answer that comes while they are still sending.
-      if (*length <= kMaxDiscard) {
-        return DiscardBody(*length);
-      }
-      keep_alive_ = false;
-      return ReplyTooLarge();
+  if (in_.parser().get().method() != http::verb::post) {
+    return Dispatch();
+  }
+  auto length = in_.parser().content_length();
+  if (length && *length > state_.options.max_body_bytes) {
+    if (*length <= kMaxDiscard) {
+      return in_.DiscardBody(*length);
     }
-    parser_->body_limit(state_.options.max_body_bytes);
-    return DoReadBody();
+    keep_alive_ = false;
+    return OnBodyTooLarge();
   }
-  Dispatch();
+  in_.ReadBody(state_.options.max_body_bytes);
 }
 
-void HttpSession::ReplyTooLarge() {
-  ReplyText(413, absl::StrCat("request body over ", state_.options.max_body_bytes,
-                              " bytes; send less"));
-}
-
-void HttpSession::DiscardBody(uint64_t remaining) {
-  size_t buffered = static_cast<size_t>(std::min<uint64_t>(remaining, buffer_.size()));
-  buffer_.consume(buffered);
-  remaining -= buffered;
-  if (remaining == 0) {
-    body_read_ = true;
-    return ReplyTooLarge();
-  }
-  stream_.async_read_some(
-      buffer_.prepare(static_cast<size_t>(std::min<uint64_t>(remaining, 64 * 1024))),
-      [self = shared_from_this(), remaining](beast::error_code ec, size_t bytes) {
-        if (ec) {
-          return self->Close();
-        }
-        self->buffer_.commit(bytes);
-        self->DiscardBody(remaining);
-      });
-}
-
-void HttpSession::DoReadBody() {
-  http::async_read(stream_, buffer_, *parser_,
-                   beast::bind_front_handler(&HttpSession::OnReadBody, shared_from_this()));
-}
-
-void HttpSession::OnReadBody(beast::error_code ec, size_t) {
-  if (ec == http::error::body_limit) {
-    return ReplyTooLarge();  // a chunked body over the limit
-  }
-  if (ec) {
-    return Close();
-  }
-  body_read_ = true;
+void HttpSession::OnBody() {
   Dispatch();
 }
 
@@ -347,9 +159,9 @@ void HttpSession::ToRouter(relay::v1::GatewayEvent event) {
 
 void HttpSession::Dispatch() {
   const McpDispatcher& dispatcher = *state_.dispatcher;
-  switch (parser_->get().method()) {
+  switch (in_.parser().get().method()) {
     case http::verb::post: {
-      PostDecision decision = dispatcher.HandlePost(account_, headers_, parser_->get().body());
+      PostDecision decision = dispatcher.HandlePost(account_, headers_, in_.parser().get().body());
       if (!decision.batch.empty()) {
         batch_ = std::move(decision.batch);
         batch_next_ = 0;
@@ -416,7 +228,7 @@ void HttpSession::Apply(const PostDecision& decision) {
 
 void HttpSession::OpenStream(const std::string& session) {
   uint64_t last_event_id = 0;
-  if (auto last = Header("last-event-id")) {
+  if (auto last = in_.Header("last-event-id")) {
     if (!absl::SimpleAtoi(*last, &last_event_id)) {
       last_event_id = 0;
     }
@@ -453,9 +265,7 @@ void HttpSession::OnCallLasting() {
   if (phase_ != Phase::kForwarding) {
     return;
   }
-  if (buffer_.size() == 0) {
-    ReadSome();
-  }
+  in_.Watch();
   StartTimer(call_deadline_, &HttpSession::OnCallDeadline);
 }
 
@@ -543,10 +353,7 @@ void HttpSession::StopTimer() {
 void HttpSession::Respond(int status, absl::string_view content_type, absl::string_view body,
                           absl::string_view extra_headers) {
   // An unread body would be taken for the next request: close instead.
-  const auto& req = parser_->get();
-  bool body_pending =
-      !body_read_ && (req.has_content_length() || req.chunked()) && !parser_->is_done();
-  if (body_pending) {
+  if (in_.BodyUnread()) {
     keep_alive_ = false;
   }
   out_.Respond(status, content_type, body, extra_headers, keep_alive_);
@@ -560,8 +367,9 @@ void HttpSession::Reply(const HttpReply& reply) {
   Respond(reply.status, "application/json", reply.body, extra);
 }
 
-void HttpSession::ReplyText(int status, absl::string_view message) {
-  Respond(status, "application/json", JsonErrorBody(message));
+void HttpSession::Refuse(const GateDecision& refusal) {
+  Respond(refusal.status, "application/json", JsonErrorBody(refusal.message),
+          refusal.extra_headers);
 }
 
 void HttpSession::OnResponseWritten(AfterResponse next) {
@@ -569,7 +377,7 @@ void HttpSession::OnResponseWritten(AfterResponse next) {
     return;
   }
   if (next == AfterResponse::kReadNext) {
-    return DoReadHeader();
+    return ReadNext();
   }
   Close();
 }
@@ -586,13 +394,7 @@ void HttpSession::Close() {
   phase_ = Phase::kClosed;
   StopTimer();
   out_.Stop();
-  if (read_in_flight_) {
-    // The watch holds the read side: stop it; OnBytes closes.
-    beast::error_code ignored;
-    stream_.socket().cancel(ignored);
-    return;
-  }
-  CloseLingering(stream_, shared_from_this());
+  in_.Close();
 }
 
 }  // namespace relay::gateway

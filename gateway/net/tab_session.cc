@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "gateway/core/tab_protocol.h"
 #include "gateway/core/jsonrpc.h"
+#include "gateway/core/router_events.h"
 #include "gateway/net/registry.h"
 #include "relay/v1/router.pb.h"
 
@@ -41,7 +42,7 @@ constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
 TabSession::TabSession(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot)
     : ws_(std::move(stream)), state_(state), slot_(std::move(slot)),
-      hello_timer_(ws_.get_executor()) {}
+      out_(ws_, *this, kMaxQueuedBytes), hello_timer_(ws_.get_executor()) {}
 
 void TabSession::Run(http::request<http::string_body> upgrade) {
   // Timeouts move from the TCP stream to the WebSocket's own (with pings).
@@ -183,24 +184,12 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
 }
 
 void TabSession::Announce() {
-  relay::v1::GatewayEvent event;
-  auto* up = event.mutable_tab_up();
-  up->set_tab_id(tab_id_);
-  up->set_account(announcement_.account);
-  up->set_role(announcement_.role);
-  up->set_client_name(announcement_.client_name);
-  up->set_client_version(announcement_.client_version);
-  state_.router->Send(announcement_.account, std::move(event));
+  state_.router->Send(announcement_.account, TabUpEvent(tab_id_, announcement_));
 }
 
 void TabSession::Reply(uint64_t call_id, bool is_error, std::string payload) {
-  relay::v1::GatewayEvent event;
-  auto* reply = event.mutable_tab_reply();
-  reply->set_tab_id(tab_id_);
-  reply->set_call_id(call_id);
-  reply->set_is_error(is_error);
-  reply->set_payload(std::move(payload));
-  state_.router->Send(announcement_.account, std::move(event));
+  state_.router->Send(announcement_.account,
+                      TabReplyEvent(tab_id_, call_id, is_error, std::move(payload)));
 }
 
 void TabSession::PostAccepted(uint32_t agents) {
@@ -278,20 +267,10 @@ void TabSession::RefuseTooDeep(absl::string_view text) {
   if (failure.id.is_number_unsigned()) {
     auto it = in_flight_.find(failure.id.get<uint64_t>());
     if (it != in_flight_.end()) {
+      TabAnswer answer = TooDeepAnswer(/*is_tool_call=*/it->second, state_.options.max_json_depth);
       uint64_t call_id = it->first;
-      bool is_tool_call = it->second;
       in_flight_.erase(it);
-      std::string why = absl::StrCat("The editor's answer was nested deeper than ",
-                                     state_.options.max_json_depth,
-                                     " levels and could not be passed on.");
-      if (is_tool_call) {
-        nlohmann::json result = {{"content", {{{"type", "text"}, {"text", why}}}},
-                                 {"isError", true}};
-        Reply(call_id, /*is_error=*/false, DumpJson(result));
-      } else {
-        Reply(call_id, /*is_error=*/true,
-              DumpJson(nlohmann::json{{"code", kInternalError}, {"message", why}}));
-      }
+      Reply(call_id, answer.is_error, std::move(answer.payload));
       MaybeEndDrain();
       return;
     }
@@ -313,17 +292,7 @@ void TabSession::HandleNotification(RpcMessage& message) {
     }
     return;
   }
-  relay::v1::GatewayEvent event;
-  auto* note = event.mutable_tab_notification();
-  note->set_tab_id(tab_id_);
-  note->set_method(std::move(notice->method));
-  note->set_uri(std::move(notice->uri));
-  note->set_level(std::move(notice->level));
-  note->set_progress_token(std::move(notice->progress_token));
-  note->set_line(std::move(notice->line));
-  note->set_call_id(notice->call_id);
-  note->set_params(std::move(notice->params));
-  state_.router->Send(announcement_.account, std::move(event));
+  state_.router->Send(announcement_.account, TabNotificationEvent(tab_id_, *std::move(notice)));
 }
 
 void TabSession::HandleRequestToAgent(RpcMessage& message) {
@@ -332,14 +301,8 @@ void TabSession::HandleRequestToAgent(RpcMessage& message) {
     Send(EncodeError(message.id, kInvalidParams, *error));
     return;
   }
-  AgentRequest& to_agent = std::get<AgentRequest>(request);
-  relay::v1::GatewayEvent event;
-  auto* out = event.mutable_tab_request();
-  out->set_tab_id(tab_id_);
-  out->set_call_id(to_agent.call_id);
-  out->set_message(std::move(to_agent.message));
-  out->set_tab_request_id(std::move(to_agent.tab_request_id));
-  state_.router->Send(announcement_.account, std::move(event));
+  state_.router->Send(announcement_.account,
+                      TabRequestEvent(tab_id_, std::get<AgentRequest>(std::move(request))));
 }
 
 void TabSession::PostAgents(uint32_t count) {
@@ -444,65 +407,19 @@ void TabSession::PostGoingAway() {
 }
 
 void TabSession::Send(std::string text) {
-  if (close_) {
-    return;
-  }
-  queued_bytes_ += text.size();
-  if (queued_bytes_ > kMaxQueuedBytes) {
-    // A tab that does not read what it is sent: drop it (it reconnects) rather
-    // than queue without bound. No close frame could get through either.
-    common::LogWarn("tab not reading; dropping it", {{"tab", tab_id_}});
-    close_ = websocket::close_reason(websocket::close_code::policy_error);
-    beast::get_lowest_layer(ws_).close();
-    Cleanup();
-    return;
-  }
-  outbox_.push_back(std::move(text));
-  if (!writing_) {
-    DoWrite();
-  }
-}
-
-void TabSession::DoWrite() {
-  writing_ = true;
-  ws_.text(true);
-  ws_.async_write(asio::buffer(outbox_.front()),
-                  beast::bind_front_handler(&TabSession::OnWrite, shared_from_this()));
-}
-
-void TabSession::OnWrite(beast::error_code ec, size_t) {
-  writing_ = false;
-  if (ec) {
-    Cleanup();
-    return;
-  }
-  queued_bytes_ -= outbox_.front().size();
-  outbox_.pop_front();
-  if (!outbox_.empty()) {
-    DoWrite();
-  } else if (close_ && !close_started_) {
-    close_started_ = true;
-    ws_.async_close(*close_, beast::bind_front_handler(&TabSession::OnClose, shared_from_this()));
-  }
+  out_.Send(std::move(text));
 }
 
 void TabSession::CloseWith(uint16_t code, absl::string_view reason) {
-  if (close_) {
+  if (out_.closing()) {
     return;
   }
   phase_ = State::kClosing;
   hello_timer_.cancel();
-  close_ = websocket::close_reason(static_cast<websocket::close_code>(code),
-                                  beast::string_view(reason.data(), reason.size()));
-  if (!writing_) {
-    close_started_ = true;
-    ws_.async_close(*close_, beast::bind_front_handler(&TabSession::OnClose, shared_from_this()));
-  }
+  out_.CloseWith(code, reason);
 }
 
-void TabSession::OnClose(beast::error_code) {
-  // The pending read ends with an error next and completes the cleanup; the
-  // closing handshake is bounded by the handshake timeout.
+void TabSession::OnTabWriterDone() {
   Cleanup();
 }
 
@@ -534,9 +451,7 @@ void TabSession::Cleanup() {
   }
   if (announced_) {
     announced_ = false;
-    relay::v1::GatewayEvent event;
-    event.mutable_tab_down()->set_tab_id(tab_id_);
-    state_.router->Send(announcement_.account, std::move(event));
+    state_.router->Send(announcement_.account, TabDownEvent(tab_id_));
     common::LogInfo("tab disconnected", {{"tab", tab_id_}});
   }
 }

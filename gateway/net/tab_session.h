@@ -18,7 +18,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "gateway/rpc/auth_client.h"
 #include "gateway/net/gateway_state.h"
+#include "gateway/net/tab_writer.h"
 #include "gateway/core/jsonrpc.h"
+#include "gateway/core/router_events.h"
 #include "gateway/core/rate_limiter.h"
 #include "gateway/rpc/router_client.h"
 
@@ -27,7 +29,7 @@ namespace relay::gateway {
 // One browser tab's WebSocket (TAB-PROTOCOL.md). Runs on its own strand: every
 // member is touched only there; other threads call the Post* methods, which
 // post to the strand. Lives as long as its pending operations.
-class TabSession : public std::enable_shared_from_this<TabSession> {
+class TabSession : public std::enable_shared_from_this<TabSession>, public TabWriter::Owner {
  public:
   TabSession(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot);
 
@@ -48,6 +50,10 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void PostDrain();
   // Shutdown: close with 1001 so the tab reconnects elsewhere.
   void PostGoingAway();
+
+  // TabWriter::Owner.
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  void OnTabWriterDone() override;
 
  private:
   enum class State { kAwaitingHello, kRedeeming, kAnnouncing, kLive, kClosing };
@@ -70,11 +76,8 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   void Reply(uint64_t call_id, bool is_error, std::string payload);
 
   void Send(std::string text);
-  void DoWrite();
-  void OnWrite(boost::beast::error_code ec, size_t bytes);
   // Sends what is queued, then closes with code.
   void CloseWith(uint16_t code, absl::string_view reason);
-  void OnClose(boost::beast::error_code ec);
   void Cleanup();
   // Draining, with no call left: close with 1001.
   void MaybeEndDrain();
@@ -82,31 +85,20 @@ class TabSession : public std::enable_shared_from_this<TabSession> {
   boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
   GatewayState& state_;
   ConnectionSlot slot_;
+  TabWriter out_;
   boost::asio::steady_timer hello_timer_;
   boost::beast::flat_buffer buffer_;
-  std::deque<std::string> outbox_;
-  size_t queued_bytes_ = 0;
   // Notifications toward agents, so that a runaway tab cannot flood the
   // links and the agents' streams: 1,000 a second, bursts of 2,000.
   RateLimiter notifications_{1000, 2000};
   uint64_t dropped_notifications_ = 0;
-  bool writing_ = false;
-  std::optional<boost::beast::websocket::close_reason> close_;
-  bool close_started_ = false;
   bool cleaned_up_ = false;
   State phase_ = State::kAwaitingHello;
   bool announced_ = false;
   bool counted_ = false;  // in the gateway's tab gauge
   bool draining_ = false;
   uint64_t tab_id_ = 0;
-  // What the router is told of this tab (TabUp).
-  struct Announcement {
-    std::string account;
-    std::string role;
-    std::string client_name;
-    std::string client_version;
-  };
-  Announcement announcement_;
+  TabAnnouncement announcement_;  // what the router is told of this tab
   std::string hello_id_;  // the hello's id, as JSON text
   // Calls sent to the tab and not answered: call id -> whether it is tools/call.
   absl::flat_hash_map<uint64_t, bool> in_flight_;

@@ -107,5 +107,34 @@ TEST(RequestGateTest, DrainingSendsAgentsAndTabsElsewhere) {
   EXPECT_EQ(Gate().Decide(head, true).status, 403);
 }
 
+TEST(RequestGateTest, BearerTokenTakesTheSchemeInAnyCaseAndTrims) {
+  EXPECT_EQ(RequestGate::BearerToken("Bearer abc"), "abc");
+  EXPECT_EQ(RequestGate::BearerToken("bearer  abc "), "abc");
+  EXPECT_EQ(RequestGate::BearerToken("BEARER abc"), "abc");
+  EXPECT_EQ(RequestGate::BearerToken(""), "");
+  EXPECT_EQ(RequestGate::BearerToken("Bearer "), "");
+  EXPECT_EQ(RequestGate::BearerToken("Bearer    "), "");
+  EXPECT_EQ(RequestGate::BearerToken("Basic abc"), "");
+  EXPECT_EQ(RequestGate::BearerToken("Bearerabc"), "");
+}
+
+TEST(RequestGateTest, TokenRefusalsSayWhatToDo) {
+  GateDecision invalid = RequestGate::RefuseInvalidToken();
+  EXPECT_EQ(invalid.kind, GateDecision::Kind::kRefuse);
+  EXPECT_EQ(invalid.status, 401);
+  EXPECT_NE(invalid.message.find("Authorization: Bearer"), std::string::npos);
+  EXPECT_NE(invalid.extra_headers.find("WWW-Authenticate: Bearer"), std::string::npos);
+
+  GateDecision locked = RequestGate::RefuseLockedOut(30);
+  EXPECT_EQ(locked.status, 429);
+  EXPECT_EQ(locked.extra_headers, "Retry-After: 30\r\n");
+  // Never "Retry-After: 0", which would invite an immediate retry.
+  EXPECT_EQ(RequestGate::RefuseLockedOut(0).extra_headers, "Retry-After: 1\r\n");
+
+  GateDecision unavailable = RequestGate::RefuseAuthUnavailable();
+  EXPECT_EQ(unavailable.status, 503);
+  EXPECT_NE(unavailable.message.find("not rejected"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace relay::gateway

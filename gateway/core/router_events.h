@@ -2,16 +2,19 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "gateway/core/mcp_dispatcher.h"
+#include "gateway/core/tab_protocol.h"
 #include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
 
-// What the gateway tells an account's router shard about agent sessions and
-// streams, built from the dispatcher's decisions: plain functions, so that
-// which event each decision sends is tested without a link.
+// What the gateway tells an account's router shard about agent sessions,
+// streams and tabs, built from the dispatcher's decisions and the tab
+// protocol's messages: plain functions, so that which event each sends is
+// tested without a link.
 
 // The event for a decision's session effect (subscribe, log level, an answer
 // to or a cancel of a tab's request); none for kNone.
@@ -27,5 +30,23 @@ relay::v1::GatewayEvent SessionEndEvent(absl::string_view account, absl::string_
 relay::v1::GatewayEvent StreamOpenEvent(uint64_t stream_id, absl::string_view account,
                                         absl::string_view session, uint64_t last_event_id);
 relay::v1::GatewayEvent StreamCloseEvent(uint64_t stream_id, absl::string_view session);
+
+// What the router knows of a tab.
+struct TabAnnouncement {
+  std::string account;
+  std::string role;
+  std::string client_name;
+  std::string client_version;
+};
+// A tab is up (after its ticket was redeemed, and again after a link came back), and gone.
+relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab);
+relay::v1::GatewayEvent TabDownEvent(uint64_t tab_id);
+// The tab's answer to a call.
+relay::v1::GatewayEvent TabReplyEvent(uint64_t tab_id, uint64_t call_id, bool is_error,
+                                      std::string payload);
+// A notification of the tab for agents (moved from).
+relay::v1::GatewayEvent TabNotificationEvent(uint64_t tab_id, TabNotice notice);
+// A request of the tab to the agent of a call (moved from).
+relay::v1::GatewayEvent TabRequestEvent(uint64_t tab_id, AgentRequest request);
 
 }  // namespace relay::gateway

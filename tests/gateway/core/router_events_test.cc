@@ -1,15 +1,15 @@
-#include "gateway/core/session_events.h"
+#include "gateway/core/router_events.h"
 
 #include <gtest/gtest.h>
 
 namespace relay::gateway {
 namespace {
 
-TEST(SessionEventsTest, NoEffectSendsNothing) {
+TEST(RouterEventsTest, NoEffectSendsNothing) {
   EXPECT_FALSE(EffectEvent("alice", "s1", SessionEffect{}).has_value());
 }
 
-TEST(SessionEventsTest, SubscribeAndUnsubscribeCarryTheUriAndTheAccount) {
+TEST(RouterEventsTest, SubscribeAndUnsubscribeCarryTheUriAndTheAccount) {
   SessionEffect effect;
   effect.kind = SessionEffect::Kind::kSubscribe;
   effect.value = "doc://1";
@@ -27,7 +27,7 @@ TEST(SessionEventsTest, SubscribeAndUnsubscribeCarryTheUriAndTheAccount) {
   EXPECT_FALSE(event->session_subscribe().subscribe());
 }
 
-TEST(SessionEventsTest, LogLevel) {
+TEST(RouterEventsTest, LogLevel) {
   SessionEffect effect;
   effect.kind = SessionEffect::Kind::kLogLevel;
   effect.value = "warning";
@@ -37,7 +37,7 @@ TEST(SessionEventsTest, LogLevel) {
   EXPECT_EQ(event->session_log_level().account(), "bob");
 }
 
-TEST(SessionEventsTest, TheAgentsAnswerGoesToTheCallAndTheTabsRequest) {
+TEST(RouterEventsTest, TheAgentsAnswerGoesToTheCallAndTheTabsRequest) {
   SessionEffect effect;
   effect.kind = SessionEffect::Kind::kAgentReply;
   effect.call_id = 42;
@@ -53,7 +53,7 @@ TEST(SessionEventsTest, TheAgentsAnswerGoesToTheCallAndTheTabsRequest) {
   EXPECT_EQ(event->agent_reply().account(), "alice");
 }
 
-TEST(SessionEventsTest, TheAgentsCancelNamesItsRequestAndReason) {
+TEST(RouterEventsTest, TheAgentsCancelNamesItsRequestAndReason) {
   SessionEffect effect;
   effect.kind = SessionEffect::Kind::kAgentCancel;
   effect.value = "7";
@@ -65,7 +65,7 @@ TEST(SessionEventsTest, TheAgentsCancelNamesItsRequestAndReason) {
   EXPECT_EQ(event->agent_cancel().session_id(), "s1");
 }
 
-TEST(SessionEventsTest, SessionAndStreamEvents) {
+TEST(RouterEventsTest, SessionAndStreamEvents) {
   auto touch = SessionTouchEvent("alice", "s1");
   EXPECT_EQ(touch.session_touch().account(), "alice");
   EXPECT_EQ(touch.session_touch().session_id(), "s1");
@@ -78,6 +78,42 @@ TEST(SessionEventsTest, SessionAndStreamEvents) {
   auto close = StreamCloseEvent(9, "s1");
   EXPECT_EQ(close.stream_close().stream_id(), 9u);
   EXPECT_EQ(close.stream_close().session_id(), "s1");
+}
+
+TEST(RouterEventsTest, TabEventsNameTheTab) {
+  TabAnnouncement tab{"alice", "editor", "Editor", "1.2"};
+  auto up = TabUpEvent(5, tab);
+  EXPECT_EQ(up.tab_up().tab_id(), 5u);
+  EXPECT_EQ(up.tab_up().account(), "alice");
+  EXPECT_EQ(up.tab_up().role(), "editor");
+  EXPECT_EQ(up.tab_up().client_name(), "Editor");
+  EXPECT_EQ(up.tab_up().client_version(), "1.2");
+  EXPECT_EQ(TabDownEvent(5).tab_down().tab_id(), 5u);
+
+  auto reply = TabReplyEvent(5, 42, true, R"({"code":1})");
+  EXPECT_EQ(reply.tab_reply().tab_id(), 5u);
+  EXPECT_EQ(reply.tab_reply().call_id(), 42u);
+  EXPECT_TRUE(reply.tab_reply().is_error());
+  EXPECT_EQ(reply.tab_reply().payload(), R"({"code":1})");
+
+  TabNotice notice;
+  notice.method = "notifications/progress";
+  notice.progress_token = "p1";
+  notice.call_id = 42;
+  notice.line = "edited";
+  notice.params = "{}";
+  auto note = TabNotificationEvent(5, notice);
+  EXPECT_EQ(note.tab_notification().tab_id(), 5u);
+  EXPECT_EQ(note.tab_notification().method(), "notifications/progress");
+  EXPECT_EQ(note.tab_notification().progress_token(), "p1");
+  EXPECT_EQ(note.tab_notification().call_id(), 42u);
+  EXPECT_EQ(note.tab_notification().line(), "edited");
+
+  auto request = TabRequestEvent(5, AgentRequest{42, "7", R"({"method":"roots/list"})"});
+  EXPECT_EQ(request.tab_request().tab_id(), 5u);
+  EXPECT_EQ(request.tab_request().call_id(), 42u);
+  EXPECT_EQ(request.tab_request().tab_request_id(), "7");
+  EXPECT_EQ(request.tab_request().message(), R"({"method":"roots/list"})");
 }
 
 }  // namespace

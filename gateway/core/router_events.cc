@@ -1,6 +1,7 @@
-#include "gateway/core/session_events.h"
+#include "gateway/core/router_events.h"
 
 #include <string>
+#include <utility>
 
 namespace relay::gateway {
 
@@ -78,6 +79,58 @@ relay::v1::GatewayEvent StreamCloseEvent(uint64_t stream_id, absl::string_view s
   relay::v1::GatewayEvent event;
   event.mutable_stream_close()->set_stream_id(stream_id);
   event.mutable_stream_close()->set_session_id(std::string(session));
+  return event;
+}
+
+relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab) {
+  relay::v1::GatewayEvent event;
+  auto* up = event.mutable_tab_up();
+  up->set_tab_id(tab_id);
+  up->set_account(tab.account);
+  up->set_role(tab.role);
+  up->set_client_name(tab.client_name);
+  up->set_client_version(tab.client_version);
+  return event;
+}
+
+relay::v1::GatewayEvent TabDownEvent(uint64_t tab_id) {
+  relay::v1::GatewayEvent event;
+  event.mutable_tab_down()->set_tab_id(tab_id);
+  return event;
+}
+
+relay::v1::GatewayEvent TabReplyEvent(uint64_t tab_id, uint64_t call_id, bool is_error,
+                                      std::string payload) {
+  relay::v1::GatewayEvent event;
+  auto* reply = event.mutable_tab_reply();
+  reply->set_tab_id(tab_id);
+  reply->set_call_id(call_id);
+  reply->set_is_error(is_error);
+  reply->set_payload(std::move(payload));
+  return event;
+}
+
+relay::v1::GatewayEvent TabNotificationEvent(uint64_t tab_id, TabNotice notice) {
+  relay::v1::GatewayEvent event;
+  auto* note = event.mutable_tab_notification();
+  note->set_tab_id(tab_id);
+  note->set_method(std::move(notice.method));
+  note->set_uri(std::move(notice.uri));
+  note->set_level(std::move(notice.level));
+  note->set_progress_token(std::move(notice.progress_token));
+  note->set_line(std::move(notice.line));
+  note->set_call_id(notice.call_id);
+  note->set_params(std::move(notice.params));
+  return event;
+}
+
+relay::v1::GatewayEvent TabRequestEvent(uint64_t tab_id, AgentRequest request) {
+  relay::v1::GatewayEvent event;
+  auto* out = event.mutable_tab_request();
+  out->set_tab_id(tab_id);
+  out->set_call_id(request.call_id);
+  out->set_message(std::move(request.message));
+  out->set_tab_request_id(std::move(request.tab_request_id));
   return event;
 }
 

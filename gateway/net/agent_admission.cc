@@ -1,0 +1,67 @@
+#include "gateway/net/agent_admission.h"
+
+#include <optional>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include "absl/time/clock.h"
+
+namespace relay::gateway {
+
+void AgentAdmission::Check(absl::string_view authorization,
+                           absl::FunctionRef<std::string()> client_address) {
+  std::string address;
+  // An address the host API's brake locked out is answered here until its
+  // Retry-After, without asking authsvc (the check costs nothing while no
+  // address is locked out).
+  if (!state_.lockouts.empty()) {
+    address = client_address();
+    if (auto left = state_.lockouts.Remaining(address, absl::Now())) {
+      state_.metrics.locked_out.Add();
+      return owner_.OnRefused(RequestGate::RefuseLockedOut(
+          absl::ToInt64Seconds(absl::Ceil(*left, absl::Seconds(1)))));
+    }
+  }
+  absl::string_view token = RequestGate::BearerToken(authorization);
+  if (token.empty()) {
+    return OnVerdict(AuthVerdict{AuthVerdict::Kind::kInvalid, {}, {}, 0}, address);
+  }
+  std::string bearer(token);
+  if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer)) {
+    return OnVerdict(*std::move(known), address);
+  }
+  if (address.empty()) {
+    address = client_address();
+  }
+  state_.auth->VerifyToken(
+      std::move(bearer), address,
+      [this, owner = owner_.KeepAlive(), address](AuthVerdict verdict) {
+        boost::asio::post(strand_, [this, owner, address, verdict = std::move(verdict)]() mutable {
+          OnVerdict(std::move(verdict), address);
+        });
+      });
+}
+
+void AgentAdmission::OnVerdict(AuthVerdict verdict, const std::string& address) {
+  switch (verdict.kind) {
+    case AuthVerdict::Kind::kOk:
+      return owner_.OnAdmitted(std::move(verdict.user));
+    case AuthVerdict::Kind::kInvalid:
+      state_.metrics.unauthorized.Add();
+      return owner_.OnRefused(RequestGate::RefuseInvalidToken());
+    case AuthVerdict::Kind::kLockedOut:
+      state_.metrics.locked_out.Add();
+      // Remembered, so that the address's next requests are refused here.
+      if (!address.empty() && verdict.retry_after_seconds > 0) {
+        absl::Time now = absl::Now();
+        state_.lockouts.Put(address, now + absl::Seconds(verdict.retry_after_seconds), now);
+      }
+      return owner_.OnRefused(RequestGate::RefuseLockedOut(verdict.retry_after_seconds));
+    case AuthVerdict::Kind::kUnavailable:
+      state_.metrics.auth_unavailable.Add();
+      return owner_.OnRefused(RequestGate::RefuseAuthUnavailable());
+  }
+}
+
+}  // namespace relay::gateway

@@ -1,0 +1,96 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "absl/strings/string_view.h"
+
+namespace relay::gateway {
+
+// What a RequestReader tells the connection that owns it.
+class ReaderOwner {
+ public:
+  virtual ~ReaderOwner() = default;
+  // Held by every pending read and timer of the reader (see WriterOwner).
+  virtual std::shared_ptr<void> KeepAlive() = 0;
+  // A request's header is in: parser() holds it.
+  virtual void OnHeader() = 0;
+  // Its body is in (ReadBody).
+  virtual void OnBody() = 0;
+  // The header is over its limit (answer 431), or the body over the one
+  // ReadBody or DiscardBody was given (answer 413).
+  virtual void OnHeaderTooLarge() = 0;
+  virtual void OnBodyTooLarge() = 0;
+  // The peer closed, reset, sent garbage, or was too slow: nothing to answer.
+  virtual void OnPeerGone() = 0;
+};
+
+// The input side of one agent connection: one request after the other, each
+// header within --header_timeout, the wait for the next within
+// --idle_timeout (--header_timeout for a new connection), bytes a client sent
+// ahead kept for the next request; and, while a call lasts, a watch that
+// notices the agent going away.
+//
+// At most one read is in flight on the socket: the wait for the next
+// request's first bytes and the watch are the same read, so the end of an
+// answer never has to stop a watch before it reads on. Runs on its owner's
+// strand.
+class RequestReader {
+ public:
+  struct Timeouts {
+    std::chrono::milliseconds header;
+    std::chrono::milliseconds idle;
+  };
+  RequestReader(boost::beast::tcp_stream& stream, ReaderOwner& owner, Timeouts timeouts);
+
+  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+
+  // Reads the next request's header; OnHeader or another callback follows.
+  void ReadNext();
+  // Reads the body, up to limit bytes; OnBody or OnBodyTooLarge follows.
+  void ReadBody(uint64_t limit);
+  // Reads a body of length bytes and drops it; OnBodyTooLarge follows.
+  void DiscardBody(uint64_t length);
+  // While a call lasts: notice the peer going away (OnPeerGone). Stops by
+  // itself when the peer sends bytes ahead (kept for the next request).
+  void Watch();
+  // The connection ends: once no read is in flight, CloseLingering.
+  void Close();
+
+  Parser& parser() { return *parser_; }
+  const Parser& parser() const { return *parser_; }
+  std::optional<std::string> Header(boost::beast::http::field field) const;
+  std::optional<std::string> Header(absl::string_view name) const;
+  // The request has a body that was not read: the connection cannot carry
+  // another request.
+  bool BodyUnread() const;
+
+ private:
+  enum class Wait { kNone, kFirstBytes, kWatch, kClosing };
+
+  void ReadHeaderBytes();
+  void ReadSome();
+  void OnBytes(boost::beast::error_code ec, size_t bytes);
+  void Discard(uint64_t remaining);
+
+  boost::beast::tcp_stream& stream_;
+  ReaderOwner& owner_;
+  const Timeouts timeouts_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<Parser> parser_;
+  boost::asio::steady_timer idle_timer_;
+  Wait wait_ = Wait::kNone;
+  bool read_in_flight_ = false;
+  bool first_request_ = true;
+  bool body_read_ = false;
+};
+
+}  // namespace relay::gateway
