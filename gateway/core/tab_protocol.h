@@ -11,6 +11,14 @@
 
 namespace relay::gateway {
 
+// Close codes of TAB-PROTOCOL.md.
+inline constexpr uint16_t kCloseBadFirstMessage = 4400;
+inline constexpr uint16_t kCloseBadTicket = 4401;
+inline constexpr uint16_t kCloseHelloTimeout = 4408;
+inline constexpr uint16_t kCloseDisplaced = 4409;
+inline constexpr uint16_t kCloseTooBig = 4413;
+inline constexpr uint16_t kCloseTryLater = 1013;
+
 // The tab protocol's rules (TAB-PROTOCOL.md), apart from the WebSocket that
 // carries them: what a first message must be, what the hello is answered,
 // which of a tab's notifications reach agents and with what, and how a tab's

@@ -3,14 +3,10 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/core/tab_protocol.h"
-#include "gateway/core/jsonrpc.h"
-#include "gateway/core/router_events.h"
 #include "gateway/net/registry.h"
-#include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
 
@@ -21,27 +17,15 @@ namespace websocket = beast::websocket;
 
 namespace {
 
-// Close codes of TAB-PROTOCOL.md.
-constexpr uint16_t kCloseBadFirstMessage = 4400;
-constexpr uint16_t kCloseBadTicket = 4401;
-constexpr uint16_t kCloseHelloTimeout = 4408;
-constexpr uint16_t kCloseDisplaced = 4409;
-constexpr uint16_t kCloseTooBig = 4413;
-constexpr uint16_t kCloseTryLater = 1013;
-
-// Reads start small, so that an idle tab holds little memory, and grow while a
-// large message (a screenshot) comes in.
-constexpr size_t kSmallReadChunk = 2 * 1024;
 // The largest message before the hello is answered.
 constexpr size_t kMaxHelloBytes = 16 * 1024;
-constexpr size_t kLargeReadChunk = 64 * 1024;
 // Unwritten messages one tab may hold: room for a few large requests.
 constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
 }  // namespace
 
 TabSession::TabSession(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot)
-    : ws_(std::move(stream)), state_(state), slot_(std::move(slot)),
+    : ws_(std::move(stream)), state_(state), slot_(std::move(slot)), in_(ws_, *this),
       out_(ws_, *this, kMaxQueuedBytes), hello_timer_(ws_.get_executor()) {}
 
 void TabSession::Run(http::request<http::string_body> upgrade) {
@@ -55,9 +39,6 @@ void TabSession::Run(http::request<http::string_body> upgrade) {
   ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
     res.set(http::field::server, "mcp-tab-relay");
   }));
-  // Messages are read in chunks and measured by us, so that an oversized one
-  // is closed with 4413 rather than Beast's 1009.
-  ws_.read_message_max(0);
   ws_.async_accept(upgrade, beast::bind_front_handler(&TabSession::OnAccept, shared_from_this()));
 }
 
@@ -68,7 +49,9 @@ void TabSession::OnAccept(beast::error_code ec) {
   hello_timer_.expires_after(absl::ToChronoMilliseconds(state_.options.hello_timeout));
   hello_timer_.async_wait(
       beast::bind_front_handler(&TabSession::OnHelloTimeout, shared_from_this()));
-  DoRead();
+  // Until its hello is answered a connection is a stranger's: it may send a
+  // hello (a few hundred bytes), not 16 MiB for us to hold.
+  in_.Start(kMaxHelloBytes);
 }
 
 void TabSession::OnHelloTimeout(beast::error_code ec) {
@@ -83,41 +66,20 @@ void TabSession::OnHelloTimeout(beast::error_code ec) {
   CloseWith(kCloseHelloTimeout, "no relay/hello within 10 s");
 }
 
-void TabSession::DoRead() {
-  ws_.async_read_some(buffer_.prepare(buffer_.size() < kSmallReadChunk ? kSmallReadChunk
-                                                                        : kLargeReadChunk),
-                      beast::bind_front_handler(&TabSession::OnRead, shared_from_this()));
+void TabSession::OnTabMessage(std::string text) {
+  HandleMessage(text);
 }
 
-void TabSession::OnRead(beast::error_code ec, size_t bytes) {
-  if (ec) {
-    Cleanup();
-    return;
-  }
-  buffer_.commit(bytes);
-  // Until its hello is answered a connection is a stranger's: it may send a
-  // hello (a few hundred bytes), not 16 MiB for us to hold.
-  size_t limit = phase_ == State::kLive ? state_.options.max_tab_message_bytes : kMaxHelloBytes;
-  if (buffer_.size() > limit) {
-    buffer_.consume(buffer_.size());
-    CloseWith(kCloseTooBig, "message too big");
-    return;
-  }
-  if (ws_.is_message_done()) {
-    if (!ws_.got_text()) {
-      CloseWith(kCloseBadFirstMessage, "binary messages are not supported");
-      return;
-    }
-    std::string text = beast::buffers_to_string(buffer_.data());
-    buffer_.consume(buffer_.size());
-    if (buffer_.capacity() > kLargeReadChunk) {
-      buffer_.shrink_to_fit();  // a large message is not kept for the idle time after it
-    }
-    HandleMessage(text);
-  }
-  if (phase_ != State::kClosing) {
-    DoRead();
-  }
+void TabSession::OnTabMessageTooBig() {
+  CloseWith(kCloseTooBig, "message too big");
+}
+
+void TabSession::OnTabMessageBinary() {
+  CloseWith(kCloseBadFirstMessage, "binary messages are not supported");
+}
+
+void TabSession::OnTabReadEnded() {
+  Cleanup();
 }
 
 void TabSession::HandleMessage(absl::string_view text) {
@@ -204,10 +166,10 @@ void TabSession::PostAccepted(uint32_t agents) {
                                  absl::StrCat("t-", self->state_.gateway_id, "-", self->tab_id_),
                                  agents));
     self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
+    self->in_.SetLimit(self->state_.options.max_tab_message_bytes);
     // Calls that overtook the acceptance go out now, after the hello's answer.
-    for (auto& [call_id, method, params] : std::exchange(self->early_calls_, {})) {
-      self->in_flight_.emplace(call_id, method == "tools/call");
-      self->Send(EncodeRequest(call_id, method, params));
+    for (const TabCalls::Call& call : self->calls_.Release()) {
+      self->Send(EncodeRequest(call.id, call.method, call.params));
     }
     self->state_.metrics.tabs_connected.Add();
     self->counted_ = true;
@@ -235,7 +197,7 @@ void TabSession::HandleLive(absl::string_view text) {
         return;  // not an id the relay chose
       }
       uint64_t call_id = message.id.get<uint64_t>();
-      if (in_flight_.erase(call_id) == 0) {
+      if (!calls_.Finish(call_id)) {
         return;  // cancelled meanwhile: the answer is dropped
       }
       Reply(call_id, message.is_error, DumpJson(message.payload));
@@ -265,11 +227,9 @@ void TabSession::RefuseTooDeep(absl::string_view text) {
   RpcFailure failure = TooDeep(text, state_.options.max_json_depth);
   common::LogWarn("tab message nested too deep; refused", {{"tab", tab_id_}});
   if (failure.id.is_number_unsigned()) {
-    auto it = in_flight_.find(failure.id.get<uint64_t>());
-    if (it != in_flight_.end()) {
-      TabAnswer answer = TooDeepAnswer(/*is_tool_call=*/it->second, state_.options.max_json_depth);
-      uint64_t call_id = it->first;
-      in_flight_.erase(it);
+    uint64_t call_id = failure.id.get<uint64_t>();
+    if (std::optional<bool> is_tool_call = calls_.Finish(call_id)) {
+      TabAnswer answer = TooDeepAnswer(*is_tool_call, state_.options.max_json_depth);
       Reply(call_id, answer.is_error, std::move(answer.payload));
       MaybeEndDrain();
       return;
@@ -330,7 +290,7 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
     if (self->phase_ == State::kAnnouncing) {
       // The router made the tab routable just before it accepted it: hold the
       // call until the hello is answered.
-      self->early_calls_.emplace_back(call_id, std::move(method), std::move(params));
+      self->calls_.Hold({call_id, std::move(method), std::move(params)});
       return;
     }
     if (self->phase_ != State::kLive) {
@@ -344,14 +304,14 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
                   R"(try again in a few seconds, when the editor has reconnected"})");
       return;
     }
-    self->in_flight_.emplace(call_id, method == "tools/call");
+    self->calls_.Sent(call_id, method);
     self->Send(EncodeRequest(call_id, method, params));
   });
 }
 
 void TabSession::PostCancel(uint64_t call_id, std::string reason) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), call_id, reason = std::move(reason)] {
-    if (self->in_flight_.erase(call_id) == 0 || self->phase_ != State::kLive) {
+    if (!self->calls_.Finish(call_id) || self->phase_ != State::kLive) {
       return;
     }
     self->Send(EncodeNotification("notifications/cancelled",
@@ -376,7 +336,7 @@ void TabSession::PostLinkDown(size_t shard) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->state_.router->ShardOf(self->announcement_.account) == shard) {
       // The router failed these calls toward their agents, or is gone.
-      self->in_flight_.clear();
+      self->calls_.FinishAll();
       self->MaybeEndDrain();
     }
   });
@@ -396,7 +356,7 @@ void TabSession::PostGoingAway() {
     if (self->phase_ == State::kLive) {
       // The calls it still has are given up (their agents hear it from the
       // router when the tab goes): the tab may stop working on them.
-      for (const auto& [call_id, is_tool_call] : std::exchange(self->in_flight_, {})) {
+      for (uint64_t call_id : self->calls_.FinishAll()) {
         self->Send(EncodeNotification(
             "notifications/cancelled",
             {{"requestId", call_id}, {"reason", "the relay is shutting down"}}));
@@ -416,6 +376,7 @@ void TabSession::CloseWith(uint16_t code, absl::string_view reason) {
   }
   phase_ = State::kClosing;
   hello_timer_.cancel();
+  in_.Stop();
   out_.CloseWith(code, reason);
 }
 
@@ -431,7 +392,7 @@ void TabSession::PostDrain() {
 }
 
 void TabSession::MaybeEndDrain() {
-  if (draining_ && in_flight_.empty() && early_calls_.empty() && phase_ != State::kClosing) {
+  if (draining_ && calls_.empty() && phase_ != State::kClosing) {
     CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
   }
 }

@@ -1,27 +1,23 @@
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
 #include <string>
-#include <tuple>
-#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "gateway/rpc/auth_client.h"
-#include "gateway/net/gateway_state.h"
-#include "gateway/net/tab_writer.h"
+#include "absl/strings/string_view.h"
 #include "gateway/core/jsonrpc.h"
-#include "gateway/core/router_events.h"
 #include "gateway/core/rate_limiter.h"
+#include "gateway/core/router_events.h"
+#include "gateway/core/tab_calls.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/net/tab_reader.h"
+#include "gateway/net/tab_writer.h"
+#include "gateway/rpc/auth_client.h"
 #include "gateway/rpc/router_client.h"
 
 namespace relay::gateway {
@@ -29,7 +25,9 @@ namespace relay::gateway {
 // One browser tab's WebSocket (TAB-PROTOCOL.md). Runs on its own strand: every
 // member is touched only there; other threads call the Post* methods, which
 // post to the strand. Lives as long as its pending operations.
-class TabSession : public std::enable_shared_from_this<TabSession>, public TabWriter::Owner {
+class TabSession : public std::enable_shared_from_this<TabSession>,
+                   public TabReader::Owner,
+                   public TabWriter::Owner {
  public:
   TabSession(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot);
 
@@ -51,16 +49,18 @@ class TabSession : public std::enable_shared_from_this<TabSession>, public TabWr
   // Shutdown: close with 1001 so the tab reconnects elsewhere.
   void PostGoingAway();
 
-  // TabWriter::Owner.
+  // TabReader::Owner and TabWriter::Owner.
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  void OnTabMessage(std::string text) override;
+  void OnTabMessageTooBig() override;
+  void OnTabMessageBinary() override;
+  void OnTabReadEnded() override;
   void OnTabWriterDone() override;
 
  private:
   enum class State { kAwaitingHello, kRedeeming, kAnnouncing, kLive, kClosing };
 
   void OnAccept(boost::beast::error_code ec);
-  void DoRead();
-  void OnRead(boost::beast::error_code ec, size_t bytes);
   void OnHelloTimeout(boost::beast::error_code ec);
   void HandleMessage(absl::string_view text);
   void HandleHello(absl::string_view text);
@@ -85,9 +85,9 @@ class TabSession : public std::enable_shared_from_this<TabSession>, public TabWr
   boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
   GatewayState& state_;
   ConnectionSlot slot_;
+  TabReader in_;
   TabWriter out_;
   boost::asio::steady_timer hello_timer_;
-  boost::beast::flat_buffer buffer_;
   // Notifications toward agents, so that a runaway tab cannot flood the
   // links and the agents' streams: 1,000 a second, bursts of 2,000.
   RateLimiter notifications_{1000, 2000};
@@ -100,9 +100,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>, public TabWr
   uint64_t tab_id_ = 0;
   TabAnnouncement announcement_;  // what the router is told of this tab
   std::string hello_id_;  // the hello's id, as JSON text
-  // Calls sent to the tab and not answered: call id -> whether it is tools/call.
-  absl::flat_hash_map<uint64_t, bool> in_flight_;
-  std::vector<std::tuple<uint64_t, std::string, std::string>> early_calls_;
+  TabCalls calls_;
 };
 
 }  // namespace relay::gateway
