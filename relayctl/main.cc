@@ -9,6 +9,7 @@
 #include "absl/flags/usage.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/text.h"
 #include "nlohmann/json.hpp"
 #include "relay/v1/auth.grpc.pb.h"
 #include "relay/v1/router.grpc.pb.h"
@@ -21,6 +22,10 @@ ABSL_FLAG(std::string, token_sha256, "",
           "auth forget: SHA-256 (hex) of the token whose cached verification goes");
 
 namespace {
+
+// Every text cell of a table came from outside (accounts from the host API,
+// client names from tabs): escaped, so that it cannot drive the terminal.
+std::string Cell(const std::string& text) { return relay::common::EscapeForTerminal(text); }
 
 std::unique_ptr<relay::v1::RouterAdmin::Stub> Router() {
   return relay::v1::RouterAdmin::NewStub(
@@ -59,8 +64,9 @@ int ListSessions() {
   }
   std::printf("%-24s %-6s %-7s %-5s %s\n", "ACCOUNT", "AGENT", "STREAM", "SUBS", "SESSION");
   for (const auto& s : response.sessions()) {
-    std::printf("%-24s %-6s %-7s %-5u %s\n", s.account().c_str(), s.counts_as_agent() ? "yes" : "no",
-                s.has_stream() ? "open" : "-", s.subscriptions(), s.session_id().c_str());
+    std::printf("%-24s %-6s %-7s %-5u %s\n", Cell(s.account()).c_str(),
+                s.counts_as_agent() ? "yes" : "no", s.has_stream() ? "open" : "-",
+                s.subscriptions(), Cell(s.session_id()).c_str());
   }
   return 0;
 }
@@ -130,9 +136,9 @@ int ListTabs() {
   }
   std::printf("%-24s %-10s %-10s %-20s %s\n", "ACCOUNT", "GATEWAY", "TAB", "CLIENT", "IN FLIGHT");
   for (const auto& tab : response.tabs()) {
-    std::printf("%-24s %-10s %-10llu %-20s %llu\n", tab.account().c_str(),
-                tab.gateway_id().c_str(), static_cast<unsigned long long>(tab.tab_id()),
-                tab.client_name().c_str(),
+    std::printf("%-24s %-10s %-10llu %-20s %llu\n", Cell(tab.account()).c_str(),
+                Cell(tab.gateway_id()).c_str(), static_cast<unsigned long long>(tab.tab_id()),
+                Cell(tab.client_name()).c_str(),
                 static_cast<unsigned long long>(tab.calls_in_flight()));
   }
   return 0;

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/text.h"
 
 namespace relay::gateway {
 
@@ -58,8 +59,9 @@ std::optional<TabHello> ParseTabHello(absl::string_view text, int max_depth) {
   hello.id = std::move(message->id);
   hello.ticket = ticket->get<std::string>();
   if (auto client = message->params.find("client"); client != message->params.end()) {
-    hello.client_name = StringMember(*client, "name");
-    hello.client_version = StringMember(*client, "version");
+    // Shown to operators and counted in memory for every tab: bounded here.
+    hello.client_name = common::TruncateUtf8(StringMember(*client, "name"), kMaxClientText);
+    hello.client_version = common::TruncateUtf8(StringMember(*client, "version"), kMaxClientText);
   }
   return hello;
 }

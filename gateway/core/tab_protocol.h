@@ -19,6 +19,9 @@ inline constexpr uint16_t kCloseDisplaced = 4409;
 inline constexpr uint16_t kCloseTooBig = 4413;
 inline constexpr uint16_t kCloseTryLater = 1013;
 
+// The hello's client name and version are cut to this many bytes.
+inline constexpr size_t kMaxClientText = 64;
+
 // The tab protocol's rules (TAB-PROTOCOL.md), apart from the WebSocket that
 // carries them: what a first message must be, what the hello is answered,
 // which of a tab's notifications reach agents and with what, and how a tab's

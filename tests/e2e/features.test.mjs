@@ -16,7 +16,7 @@ let stack, gwTabs, gwAgents;
 before(async () => {
   stack = await startStack({
     gateways: 2,
-    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'],
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace'],
     // Short timeouts so that the tests take as long as the behaviour, not the defaults.
     gatewayArgs: (i) => i === 0
       ? ['--tab_ping_interval=300ms', '--tab_hello_timeout=500ms', '--max_tab_message_bytes=65536']
@@ -301,6 +301,23 @@ test('relayctl: sessions, stats, end-session and kick', async () => {
   assert.match(await relayctl('kick', 'carol'), /disconnected the tab of carol/);
   await tab.waitFor((m) => m.method === 'relay/displaced');
   assert.equal((await tab.closed).code, 4409);
+});
+
+test('relayctl tabs: a client name is bounded at the hello and escaped in the table', async () => {
+  const relayctl = async (...args) => (await execFileAsync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${stack.routers[0].port}`, ...args])).stdout;
+  const tab = new ScriptedTab(gwTabs.wsUrl);
+  // A name that would clear the operator's screen and forge a row of the table.
+  const name = '\x1b[2J\nmallory    gw    1    evil' + 'x'.repeat(200);
+  await tab.hello(await stack.ticket('grace'), { name, version: '1' });
+  let table;
+  await waitUntil(async () => (table = await relayctl('tabs')).includes('grace'), 'the tab is listed');
+  assert.ok(!table.includes('\x1b'), 'no escape character reaches the terminal');
+  const row = table.split('\n').find((line) => line.startsWith('grace'));
+  assert.ok(row.includes('\\x1b[2J\\x0amallory'), row);
+  assert.ok(!table.split('\n').some((line) => line.startsWith('mallory')), 'no forged row');
+  const listed = JSON.parse(await relayctl('--json', 'tabs')).find((t) => t.account === 'grace');
+  assert.equal(listed.client, name.slice(0, 64));
+  tab.close();
 });
 
 test('a tab flooding notifications is limited, not the relay: it stays connected and useful', async () => {

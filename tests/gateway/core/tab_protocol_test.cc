@@ -173,5 +173,17 @@ TEST(TabProtocolTest, AnAnswerNestedTooDeepBecomesAnErrorTheAgentCanRead) {
   EXPECT_NE(error["message"].get<std::string>().find("deeper than 100"), std::string::npos);
 }
 
+TEST(TabProtocolTest, TheHellosClientNameAndVersionAreBounded) {
+  std::string long_name(500, 'n');
+  auto hello = ParseTabHello(
+      R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"ticket":"t","client":{"name":")" +
+          long_name + R"(","version":"\u001b[2J1.0"}}})",
+      100);
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(hello->client_name, std::string(kMaxClientText, 'n'));
+  // Kept as sent (escaped where it is shown), only bounded.
+  EXPECT_EQ(hello->client_version, "\x1b[2J1.0");
+}
+
 }  // namespace
 }  // namespace relay::gateway

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace relay::common {
+
+// Text that came from outside (a tab's client name, an account) and is shown
+// to people.
+
+// At most max_bytes of text, cut at a UTF-8 character boundary (valid UTF-8
+// stays valid).
+std::string TruncateUtf8(absl::string_view text, size_t max_bytes);
+
+// text for a terminal: control characters (C0, DEL, and C1 written as UTF-8)
+// and the backslash are written as \xNN / \\, so that a name cannot move the
+// cursor, recolour or rewrite an operator's screen. Other bytes pass.
+std::string EscapeForTerminal(absl::string_view text);
+
+}  // namespace relay::common

@@ -1,0 +1,32 @@
+#include "common/text.h"
+
+#include <gtest/gtest.h>
+
+namespace relay::common {
+namespace {
+
+TEST(TextTest, TruncateKeepsWholeCharacters) {
+  EXPECT_EQ(TruncateUtf8("editor", 64), "editor");
+  EXPECT_EQ(TruncateUtf8("editor", 3), "edi");
+  // "é" is two bytes: cutting inside it drops it whole.
+  EXPECT_EQ(TruncateUtf8("caf\xC3\xA9", 4), "caf");
+  EXPECT_EQ(TruncateUtf8("caf\xC3\xA9", 5), "caf\xC3\xA9");
+  // A four-byte character cut anywhere inside.
+  EXPECT_EQ(TruncateUtf8("a\xF0\x9F\x98\x80", 3), "a");
+  EXPECT_EQ(TruncateUtf8("", 0), "");
+}
+
+TEST(TextTest, EscapeForTerminalDisarmsControlSequences) {
+  EXPECT_EQ(EscapeForTerminal("Editor 2.1"), "Editor 2.1");
+  // ESC [ 2 J clears the screen; a newline would forge a table row.
+  EXPECT_EQ(EscapeForTerminal("\x1b[2Jevil\nalice"), "\\x1b[2Jevil\\x0aalice");
+  EXPECT_EQ(EscapeForTerminal("a\x7f"), "a\\x7f");
+  EXPECT_EQ(EscapeForTerminal("back\\slash"), "back\\\\slash");
+  // C1 CSI (U+009B) in UTF-8.
+  EXPECT_EQ(EscapeForTerminal("x\xC2\x9B" "31m"), "x\\xc2\\x9b31m");
+  // Other non-ASCII text passes.
+  EXPECT_EQ(EscapeForTerminal("caf\xC3\xA9"), "caf\xC3\xA9");
+}
+
+}  // namespace
+}  // namespace relay::common
