@@ -136,7 +136,7 @@ void HttpSession::OnAdmitted(std::string account) {
   if (in_.parser().get().method() != http::verb::post) {
     return Dispatch();
   }
-  auto length = in_.parser().content_length();
+  std::optional<uint64_t> length = in_.ContentLength();
   if (length && *length > state_.options.max_body_bytes) {
     if (*length <= kMaxDiscard) {
       return in_.DiscardBody(*length);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "gateway/net/response_writer.h"
 
 namespace relay::gateway {
@@ -176,6 +177,17 @@ std::optional<std::string> RequestReader::Header(absl::string_view name) const {
     return std::nullopt;
   }
   return std::string(it->value());
+}
+
+std::optional<uint64_t> RequestReader::ContentLength() const {
+  // From the header, not Beast's boost::optional (which trips GCC's
+  // maybe-uninitialized warning under the sanitizers).
+  uint64_t length = 0;
+  auto header = Header(http::field::content_length);
+  if (!header || !absl::SimpleAtoi(*header, &length)) {
+    return std::nullopt;
+  }
+  return length;
 }
 
 bool RequestReader::BodyUnread() const {

@@ -69,6 +69,8 @@ class RequestReader {
   const Parser& parser() const { return *parser_; }
   std::optional<std::string> Header(boost::beast::http::field field) const;
   std::optional<std::string> Header(absl::string_view name) const;
+  // The request's Content-Length, if it has one (Beast has checked it).
+  std::optional<uint64_t> ContentLength() const;
   // The request has a body that was not read: the connection cannot carry
   // another request.
   bool BodyUnread() const;
