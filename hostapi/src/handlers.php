@@ -40,11 +40,21 @@ final class Api
         $body = $request->json();
         $name = $body['username'] ?? null;
         $password = $body['password'] ?? null;
+        // The brake, per address and account name: five wrong passwords for one account
+        // from one address within 15 minutes hold that pair off for 15 minutes (a guesser
+        // cannot lock an account out for people elsewhere; behind a proxy every person
+        // shares its address, and the pair is then the account).
+        $brakeKey = 'login ' . Brake::normalise($request->clientAddress) . ' ' . (is_string($name) ? strtolower($name) : '');
+        $locked = $this->brake->lockedFor($brakeKey);
+        if ($locked > 0) {
+            throw new HttpError(429, 'too many wrong passwords; try again later', ['Retry-After' => (string) $locked]);
+        }
         $user = is_string($name) && is_string($password) ? $this->users->authenticate($name, $password) : null;
         if ($user === null) {
+            $this->brake->fail($brakeKey);
             throw new HttpError(401, 'wrong user name or password');
         }
-        $cookie = $this->sessions->start($user);
+        $cookie = $this->sessions->start($user, $request->overTls);
         return new Response(200, ['user' => $user['name'], 'role' => $user['role']], ['Set-Cookie' => $cookie]);
     }
 

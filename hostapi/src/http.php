@@ -64,6 +64,9 @@ final class Request
         public readonly string $rawBody,
         public readonly array $cookies,
         public readonly ?string $relayKey,
+        public readonly string $contentType = 'application/json',
+        public readonly string $clientAddress = 'unknown',
+        public readonly bool $overTls = false,
     ) {
     }
 
@@ -76,12 +79,18 @@ final class Request
         }
         $cookies = array_filter($_COOKIE, 'is_string');
         $key = $_SERVER['HTTP_X_RELAY_KEY'] ?? null;
+        // Behind TLS: served over HTTPS, or by a proxy that terminated it (which says so).
+        $overTls = (($_SERVER['HTTPS'] ?? '') !== '' && ($_SERVER['HTTPS'] ?? '') !== 'off')
+            || strtolower((string) ($_SERVER['HTTP_X_FORWARDED_PROTO'] ?? '')) === 'https';
         return new self(
             strtoupper((string) ($_SERVER['REQUEST_METHOD'] ?? 'GET')),
             is_string($route) ? trim($route, '/') : '',
             $raw,
             $cookies,
             is_string($key) ? $key : null,
+            (string) ($_SERVER['CONTENT_TYPE'] ?? ''),
+            (string) ($_SERVER['REMOTE_ADDR'] ?? 'unknown'),
+            $overTls,
         );
     }
 
@@ -93,6 +102,7 @@ final class Request
      */
     public function json(bool $emptyIsObject = false): array
     {
+        $this->requireJson();
         if (trim($this->rawBody) === '') {
             if ($emptyIsObject) {
                 return [];
@@ -108,6 +118,20 @@ final class Request
             throw new HttpError(400, 'request body must be a JSON object');
         }
         return get_object_vars($data);
+    }
+
+    /**
+     * A POST must say its body is JSON. A browser sends a cross-site form (text/plain,
+     * urlencoded, multipart) without asking; a cross-site application/json request it sends
+     * only after a CORS preflight, which this API never grants: so a page elsewhere cannot
+     * make a logged-in person's browser log in, mint a token or get a ticket.
+     */
+    public function requireJson(): void
+    {
+        $type = strtolower(trim(explode(';', $this->contentType)[0]));
+        if ($this->method === 'POST' && $type !== 'application/json') {
+            throw new HttpError(415, 'send the body as JSON, with Content-Type: application/json');
+        }
     }
 }
 

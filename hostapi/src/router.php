@@ -32,6 +32,7 @@ final class Router
             if ($handler === null) {
                 throw new HttpError(405, 'method not allowed', ['Allow' => implode(', ', array_keys($route['methods']))]);
             }
+            $request->requireJson();
             return $handler($request, array_slice($params, 1));
         }
         throw self::notFound();

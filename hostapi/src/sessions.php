@@ -18,11 +18,12 @@ final class Sessions
     }
 
     /**
-     * Starts a session for the account and returns the cookie header value.
+     * Starts a session for the account and returns the cookie header value (Secure when
+     * the request came over TLS).
      *
      * @param array<string,mixed> $user
      */
-    public function start(array $user): string
+    public function start(array $user, bool $overTls): string
     {
         $this->purgeExpired();
         $id = randomId();
@@ -33,7 +34,10 @@ final class Sessions
             'generation' => $user['generation'],
             'expiresAt' => $expires,
         ]);
-        return self::COOKIE . '=' . $id . '; Path=/; Max-Age=' . self::LIFETIME . '; HttpOnly; SameSite=Lax';
+        // Secure behind TLS (never sent in clear then); SameSite=Lax: not sent with a
+        // cross-site POST.
+        return self::COOKIE . '=' . $id . '; Path=/; Max-Age=' . self::LIFETIME . '; HttpOnly; SameSite=Lax'
+            . ($overTls ? '; Secure' : '');
     }
 
     /**
@@ -58,8 +62,12 @@ final class Sessions
         throw new HttpError(401, 'not logged in');
     }
 
+    /** At most once a minute: a purge reads every sessions file. */
     private function purgeExpired(): void
     {
+        if (!$this->store->due('purge-sessions', 60)) {
+            return;
+        }
         $now = time();
         foreach ($this->store->all('sessions') as $hash => $record) {
             if ((int) ($record['expiresAt'] ?? 0) <= $now) {

@@ -14,7 +14,7 @@ namespace HostApi;
  */
 final class Store
 {
-    private const KINDS = ['users', 'tokens', 'tickets', 'brake', 'sessions', 'counters', 'locks'];
+    private const KINDS = ['users', 'tokens', 'token-index', 'tickets', 'brake', 'sessions', 'counters', 'locks', 'stamps'];
 
     public function __construct(public readonly string $root)
     {
@@ -138,6 +138,25 @@ final class Store
         } finally {
             fclose($fh);
         }
+    }
+
+    /**
+     * Whether the periodic job $name is due (at most once per $interval seconds, across
+     * processes): so that housekeeping such as purging expired records is not paid by
+     * every request.
+     */
+    public function due(string $name, int $interval): bool
+    {
+        $due = false;
+        $this->mutate('stamps', $name, function (string $raw) use ($interval, &$due): string {
+            $now = time();
+            if ($now - (int) trim($raw) >= $interval) {
+                $due = true;
+                return (string) $now;
+            }
+            return $raw;
+        });
+        return $due;
     }
 
     /**

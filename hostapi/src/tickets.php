@@ -54,8 +54,12 @@ final class Tickets
         return $this->users->current($record);
     }
 
+    /** At most once a minute: a purge reads every tickets file. */
     private function purgeExpired(): void
     {
+        if (!$this->store->due('purge-tickets', 60)) {
+            return;
+        }
         $now = time();
         foreach ($this->store->all('tickets') as $hash => $record) {
             if ((int) ($record['expiresAt'] ?? 0) <= $now) {

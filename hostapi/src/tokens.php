@@ -80,7 +80,9 @@ final class Tokens
                 'expiresAt' => $now + $days * 86400,
                 'usedAt' => null,
             ];
-            $this->store->write('tokens', self::hash($token), $record);
+            $hash = self::hash($token);
+            $this->store->write('tokens', $hash, $record);
+            $this->changeIndex($userName, fn(array $hashes): array => [...$hashes, $hash]);
             return [self::shown($record), $token];
         });
     }
@@ -96,7 +98,9 @@ final class Tokens
     {
         foreach ($this->live($userName) as $hash => $record) {
             if ($record['id'] === $id) {
-                return $this->store->delete('tokens', $hash);
+                $deleted = $this->store->delete('tokens', $hash);
+                $this->changeIndex($userName, fn(array $hashes): array => array_diff($hashes, [$hash]));
+                return $deleted;
             }
         }
         return false;
@@ -135,11 +139,10 @@ final class Tokens
     /** Removes every token file of the account (password change, deletion). */
     public function deleteAllOf(string $userName): void
     {
-        foreach ($this->store->all('tokens') as $hash => $record) {
-            if (($record['user'] ?? null) === $userName) {
-                $this->store->delete('tokens', $hash);
-            }
+        foreach ($this->indexOf($userName) as $hash) {
+            $this->store->delete('tokens', $hash);
         }
+        $this->store->delete('token-index', self::indexName($userName));
     }
 
     /**
@@ -152,18 +155,64 @@ final class Tokens
     {
         $now = time();
         $out = [];
-        foreach ($this->store->all('tokens') as $hash => $record) {
-            if (($record['user'] ?? null) !== $userName) {
+        $dead = [];
+        foreach ($this->indexOf($userName) as $hash) {
+            $record = $this->store->read('tokens', $hash);
+            if ($record === null || ($record['user'] ?? null) !== $userName) {
+                $dead[] = $hash;
                 continue;
             }
             if ($this->users->current($record) === null || (int) $record['expiresAt'] <= $now) {
                 $this->store->delete('tokens', $hash);
+                $dead[] = $hash;
                 continue;
             }
             $out[$hash] = $record;
         }
+        if ($dead !== []) {
+            $this->changeIndex($userName, fn(array $hashes): array => array_diff($hashes, $dead));
+        }
         uasort($out, fn(array $a, array $b): int => $a['id'] <=> $b['id']);
         return $out;
+    }
+
+    /**
+     * The hashes of the account's tokens: token-index/<sha256 of name>.json, so that
+     * listing one account's tokens reads only its own files. Built once by a scan for
+     * data written before the index existed.
+     *
+     * @return list<string>
+     */
+    private function indexOf(string $userName): array
+    {
+        $index = $this->store->read('token-index', self::indexName($userName));
+        if ($index !== null) {
+            return array_values(array_filter((array) ($index['hashes'] ?? []), 'is_string'));
+        }
+        $hashes = [];
+        foreach ($this->store->all('tokens') as $hash => $record) {
+            if (($record['user'] ?? null) === $userName) {
+                $hashes[] = (string) $hash;
+            }
+        }
+        $this->changeIndex($userName, fn(array $known): array => [...$known, ...$hashes]);
+        return $hashes;
+    }
+
+    /** @param callable(list<string>):array<string> $fn */
+    private function changeIndex(string $userName, callable $fn): void
+    {
+        $this->store->mutate('token-index', self::indexName($userName) . '.json', function (string $raw) use ($fn): string {
+            $index = json_decode($raw, true);
+            $hashes = is_array($index) ? array_values(array_filter((array) ($index['hashes'] ?? []), 'is_string')) : [];
+            $hashes = array_values(array_unique($fn($hashes)));
+            return json_encode(['hashes' => $hashes], JSON_THROW_ON_ERROR) . "\n";
+        });
+    }
+
+    private static function indexName(string $userName): string
+    {
+        return hash('sha256', $userName);
     }
 
     /** @param array<string,mixed> $r */

@@ -208,8 +208,8 @@ php -r '$f = $argv[1]; $d = json_decode(file_get_contents($f), true); $d["expire
 check "an expired token: 401" 401 "$(verify "$T3" 198.51.100.13)"
 
 # ---- tickets --------------------------------------------------------------------------------
-check "agent/ticket without a session: 401" 401 "$(req POST agent/ticket)"
-check "agent/ticket: 200" 200 "$(req POST agent/ticket '' -b "$A")"
+check "agent/ticket without a session: 401" 401 "$(req POST agent/ticket '{}')"
+check "agent/ticket: 200" 200 "$(req POST agent/ticket '{}' -b "$A")"
 TK=$(json ticket)
 check_match "ticket is 43+ url-safe characters" '^[A-Za-z0-9_-]{43,}$' "$TK"
 check "expiresIn is 60" 60 "$(json expiresIn)"
@@ -299,7 +299,7 @@ check "cli token:mint with 0 days fails" 1 $?
 "$CLI" user:del bob 2>/dev/null
 check "cli user:del: 0" 0 $?
 check "the deleted user's token: 401" 401 "$(verify "$TC" 198.51.100.16)"
-check "the deleted user's session: 401" 401 "$(req POST agent/ticket '' -b "$B")"
+check "the deleted user's session: 401" 401 "$(req POST agent/ticket '{}' -b "$B")"
 "$CLI" user:add bob 'bob-pw' 2>/dev/null
 check "a re-created bob does not revive the old token" 401 "$(verify "$TC" 198.51.100.16)"
 mv "$HOSTAPI_RELAY_KEY_FILE" "$HOSTAPI_RELAY_KEY_FILE.off"
@@ -309,6 +309,32 @@ check "no relay key file: redeem 404 even with the key" 404 "$(redeem "$("$CLI" 
 mv "$HOSTAPI_RELAY_KEY_FILE.off" "$HOSTAPI_RELAY_KEY_FILE"
 check "key file back: verify 200" 200 "$(verify "$TN" 198.51.100.17)"
 
+# ---- the browser routes' defences -------------------------------------------------------
+form() { # ROUTE CONTENT-TYPE BODY [CURL ARGS]: status of a POST as a cross-site form sends it
+    local route=$1 type=$2 data=$3
+    shift 3
+    curl -s -o /dev/null -w '%{http_code}' -X POST -H "Content-Type: $type" --data-binary "$data" "$@" "$BASE?r=$route"
+}
+check "login as a cross-site text/plain form: 415" 415 "$(form login text/plain '{"username":"bob","password":"bob-pw"}')"
+check "minting a token as a urlencoded form, with the cookie: 415" 415 "$(form agent-tokens application/x-www-form-urlencoded 'name=x' -b "$A")"
+check "a ticket as a multipart form, with the cookie: 415" 415 "$(form agent/ticket 'multipart/form-data; boundary=b' $'--b\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n--b--\r\n' -b "$A")"
+check "application/json with a charset is JSON" 200 "$(form login 'application/json; charset=utf-8' '{"username":"bob","password":"bob-pw"}')"
+login bob bob-pw "$TMP/plain.jar" >/dev/null
+check_match "the session cookie is HttpOnly and SameSite=Lax" 'HttpOnly; SameSite=Lax' "$(grep -i '^set-cookie' "$TMP/headers")"
+check "no Secure flag over plain HTTP" "" "$(grep -i '^set-cookie' "$TMP/headers" | grep -io 'secure')"
+req POST login '{"username":"bob","password":"bob-pw"}' -c "$TMP/tls.jar" -H 'X-Forwarded-Proto: https' >/dev/null
+check_match "Secure behind TLS (X-Forwarded-Proto: https)" 'SameSite=Lax; Secure' "$(grep -i '^set-cookie' "$TMP/headers")"
+"$CLI" user:add carol 'carol-pw' 2>/dev/null
+for i in 1 2 3 4 5; do
+    check "wrong password $i for carol: 401" 401 "$(login carol "nope-$i" "$TMP/x.jar")"
+done
+check "the sixth attempt, even with the right password: 429" 429 "$(login carol carol-pw "$TMP/x.jar")"
+check_match "with a Retry-After of up to 15 minutes" '^([1-9][0-9]{0,2})$' "$(header Retry-After)"
+check "another account from the same address still logs in" 200 "$(login bob bob-pw "$TMP/x.jar")"
+TOKENS_OF_ALICE=$(req GET agent-tokens '' -b "$A" >/dev/null; php -r 'echo count(json_decode(file_get_contents($argv[1]), true));' "$TMP/body")
+check_match "alice's tokens are listed from her own index" '^[0-9]+$' "$TOKENS_OF_ALICE"
+check "the index is one file per account, named by SHA-256" yes "$([ -f "$HOSTAPI_DATA/token-index/$(printf '%s' alice | sha256sum | cut -d' ' -f1).json" ] && echo yes)"
+
 # ---- nothing secret on disk or in the log --------------------------------------------------------------
 leaks=0
 for secret in "$T1" "$T2" "$T3" "$TC" "$TN" "$TK" "$TB" "$KEY"; do
@@ -316,6 +342,7 @@ for secret in "$T1" "$T2" "$T3" "$TC" "$TN" "$TK" "$TB" "$KEY"; do
 done
 check "no token, ticket or key in the data records or the server log" 0 "$leaks"
 check "no PHP warnings or errors in the server log" 0 "$(grep -ciE 'php (warning|notice|fatal|deprecated)|hostapi:' "$TMP/server.log")"
+grep -iE 'php (warning|notice|fatal|deprecated)|hostapi:' "$TMP/server.log" | head -5
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]
