@@ -41,7 +41,9 @@ wait_listening() {  # wait_listening LOG: the first log line says "listening on"
   echo "failed to start; see $1:"; tail -5 "$1"; exit 1
 }
 
-start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public
+# The relay the editor page may use, from the host API's own configuration.
+HOSTAPI_RELAY_URLS="ws://127.0.0.1:$gw_port/mcp ws://localhost:$gw_port/mcp" \
+  start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public
 wait_listening "$state/hostapi.log"
 start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
   --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key"
@@ -63,7 +65,7 @@ cat <<MSG
   Add it to Claude Code:
     claude mcp add --transport http editor http://127.0.0.1:$gw_port/mcp --header "Authorization: Bearer $token"
 
-  Get a tab on: open http://127.0.0.1:$api_port/editor/?relay=ws://127.0.0.1:$gw_port/mcp
+  Get a tab on: open http://127.0.0.1:$api_port/editor/
   log in as demo / $password and switch "Let an AI agent work in this tab" on.
 
   Ctrl-C stops everything.

@@ -8,6 +8,10 @@ namespace HostApi;
  *
  *   HOSTAPI_DATA            data folder (default: <hostapi>/data)
  *   HOSTAPI_RELAY_KEY_FILE  file holding the relay key (default: <data>/relay.key)
+ *   HOSTAPI_RELAY_URLS      the relay's WebSocket URLs the editor page may use, separated by
+ *                           spaces or commas, the first the default (else the file
+ *                           <data>/relay-urls, one per line; else none: the page uses
+ *                           ws(s)://<its own host>:8080/mcp)
  *
  * A relative path is taken relative to the hostapi folder, not to the current
  * directory: `php -S` changes into the script's folder before running it, so the
@@ -51,6 +55,29 @@ final class Config
         }
         $key = trim($key);
         return $key === '' ? null : $key;
+    }
+
+    /**
+     * The relay URLs the editor page may connect to and show in its `claude mcp add` line:
+     * the page takes a `?relay=` link only when it names one of them, so that a link made
+     * by a stranger cannot send the person's ticket and token elsewhere.
+     *
+     * @return list<string>
+     */
+    public static function relayUrls(): array
+    {
+        $raw = getenv('HOSTAPI_RELAY_URLS');
+        if ($raw === false || trim($raw) === '') {
+            $file = self::dataDir() . '/relay-urls';
+            $raw = is_file($file) ? (string) @file_get_contents($file) : '';
+        }
+        $urls = [];
+        foreach (preg_split('/[\s,]+/', trim($raw)) ?: [] as $url) {
+            if (preg_match('~^wss?://[^\s/?#@]+(/[^\s?#]*)?$~D', $url)) {
+                $urls[] = $url;
+            }
+        }
+        return array_values(array_unique($urls));
     }
 
     private static function absolute(string $path): string

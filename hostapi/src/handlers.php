@@ -27,6 +27,7 @@ final class Api
     {
         $router = new Router();
         $router->add('login', 'login', false, ['POST' => $this->login(...)]);
+        $router->add('relay-config', 'relay-config', false, ['GET' => $this->relayConfig(...)]);
         $router->add('agent-tokens', 'agent-tokens', false, ['GET' => $this->listTokens(...), 'POST' => $this->createToken(...)]);
         $router->add('agent-tokens/([0-9]{1,9})', 'agent-tokens-id', false, ['DELETE' => $this->deleteToken(...)]);
         $router->add('agent/ticket', 'agent-ticket', false, ['POST' => $this->ticket(...)]);
@@ -56,6 +57,12 @@ final class Api
         }
         $cookie = $this->sessions->start($user, $request->overTls);
         return new Response(200, ['user' => $user['name'], 'role' => $user['role']], ['Set-Cookie' => $cookie]);
+    }
+
+    /** Public: which relay the editor page uses (no secret in it). */
+    private function relayConfig(Request $request): Response
+    {
+        return Response::json(['relayUrls' => Config::relayUrls()]);
     }
 
     private function listTokens(Request $request): Response

@@ -64,3 +64,38 @@ test('an agent changes the title in the open editor page, and the person undoes 
   assert.equal(after.structuredContent.title, 'Plan');
   await client.close();
 });
+
+test('a link naming a foreign relay: the page refuses it, and neither the ticket nor a token goes there', { skip: !existsSync(CHROMIUM) && 'no Chromium' }, async () => {
+  const page = await browser.newPage();
+  const sockets = [];
+  page.on('websocket', (ws) => sockets.push(ws.url()));
+  const ticketsBefore = stack.hostApiCount('agent/ticket');
+  await page.goto(`http://127.0.0.1:${stack.hostapi.port}/editor/?relay=wss://evil.example/mcp`);
+  await page.fill('#username', 'demo');
+  await page.fill('#password', stack.passwords.demo);
+  await page.click('#login-button');
+  await page.waitForFunction(() => !document.querySelector('#relay-error').hidden);
+  assert.match(await page.textContent('#relay-error'), /does not use \(wss:\/\/evil\.example\/mcp\)/);
+  assert.equal(await page.textContent('#relay-url'), '(none)');
+  // Switching the agent on only says why it stays off.
+  await page.click('#agent-switch');
+  await page.waitForFunction(() => /does not use/.test(document.querySelector('#status').textContent));
+  assert.equal(await page.isChecked('#agent-switch'), false);
+  // The agent token's "claude mcp add" line names no relay either.
+  await page.click('#create-token');
+  await page.waitForFunction(() => document.querySelector('#token-command').value !== '');
+  const command = await page.inputValue('#token-command');
+  assert.ok(!command.includes('evil'), command);
+  assert.match(command, /RELAY_URL/);
+  assert.deepEqual(sockets, [], 'no WebSocket was opened');
+  assert.equal(stack.hostApiCount('agent/ticket'), ticketsBefore, 'no ticket was asked for');
+  await page.close();
+});
+
+test('without ?relay= the page uses the relay of the host API\'s configuration', { skip: !existsSync(CHROMIUM) && 'no Chromium' }, async () => {
+  const page = await browser.newPage();
+  await page.goto(`http://127.0.0.1:${stack.hostapi.port}/editor/`);
+  await page.waitForFunction(() => document.querySelector('#relay-url').textContent !== '');
+  assert.equal(await page.textContent('#relay-url'), stack.gateways[0].wsUrl);
+  await page.close();
+});

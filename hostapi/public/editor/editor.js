@@ -52,12 +52,23 @@
 
   // ---------------------------------------------------------------- relay address
 
-  // ?relay=ws://host:port/mcp, else ws(s)://<this host>:8080/mcp. Agents use the same URL
-  // with http(s). A production page would not take this from its query string.
-  function relayAddress() {
+  // The relay comes from the host API's own configuration (GET relay-config): its first URL,
+  // or ?relay= when that names one of its URLs; with none configured, ws(s)://<this
+  // host>:8080/mcp. A ?relay= naming anything else is refused: a link made by a stranger
+  // must not send this person's ticket, or the token shown below, to the stranger's relay.
+  function relayAddress(allowed) {
     const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
+    const normal = (text) => { try { return new URL(text).href; } catch (e) { return null; } };
+    const trusted = allowed.map(normal).filter((u) => u !== null);
     const given = new URLSearchParams(location.search).get('relay');
-    const raw = given || scheme + location.hostname + ':8080/mcp';
+    let raw = trusted[0] || scheme + location.hostname + ':8080/mcp';
+    if (given) {
+      if (!trusted.includes(normal(given))) {
+        return { error: 'This link names a relay this site does not use (' + given + '); the agent ' +
+          'stays off. Open the editor without "?relay=", or ask the site\'s operator.' };
+      }
+      raw = given;
+    }
     let url;
     try {
       url = new URL(raw);
@@ -74,7 +85,9 @@
     const http = (url.protocol === 'wss:' ? 'https:' : 'http:') + ws.slice(url.protocol.length);
     return { ws: ws, http: http };
   }
-  const relay = relayAddress();
+  // Set at the start, from the host API's configuration; until then nothing connects.
+  let relay = { error: 'The relay address is not known yet.' };
+
 
   // ---------------------------------------------------------------- host API
 
@@ -603,15 +616,23 @@
   ui.body.value = 'Milk\nBread\n';
   showTitle();
   renderUndo();
-  if (relay.error) {
-    ui.relayUrl.textContent = '(none)';
-    ui.relayError.textContent = relay.error;
-    ui.relayError.hidden = false;
-  } else {
-    ui.relayUrl.textContent = relay.ws;
+  function showRelay() {
+    if (relay.error) {
+      ui.relayUrl.textContent = '(none)';
+      ui.relayError.textContent = relay.error;
+      ui.relayError.hidden = false;
+    } else {
+      ui.relayUrl.textContent = relay.ws;
+      ui.relayError.hidden = true;
+    }
   }
 
-  // Already signed in (a session cookie from before)? Any cookie route tells; this one is harmless.
-  api('agent-tokens', 'GET')
-    .then(() => showEditor(null), () => showLogin(''));
+  api('relay-config', 'GET')
+    .then((config) => Array.isArray(config && config.relayUrls) ? config.relayUrls : [], () => [])
+    .then((allowed) => {
+      relay = relayAddress(allowed);
+      showRelay();
+      // Already signed in (a session cookie from before)? Any cookie route tells; this one is harmless.
+      return api('agent-tokens', 'GET').then(() => showEditor(null), () => showLogin(''));
+    });
 })();

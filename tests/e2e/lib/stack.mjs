@@ -229,6 +229,8 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
       stack.gateways.push(gateway);
     }
     await Promise.all(stack.gateways.map((g) => waitUntil(async () => (await fetch(`http://127.0.0.1:${g.port}/readyz`)).status === 200, `${g.name} ready`)));
+    // The host API's configuration of the relay the editor page may use (hostapi/README.md).
+    writeFileSync(join(dir, 'hostapi-data', 'relay-urls'), stack.gateways.map((g) => g.wsUrl).join('\n') + '\n', { mode: 0o600 });
   } catch (error) {
     await stack.stop();
     throw error;
