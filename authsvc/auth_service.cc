@@ -4,6 +4,7 @@
 
 #include "authsvc/host_answer.h"
 #include "common/crypto.h"
+#include "common/grpc_tls.h"
 #include "common/log.h"
 #include "nlohmann/json.hpp"
 
@@ -36,6 +37,11 @@ grpc::Status UpstreamFailure(const absl::Status& status) {
 grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* context,
                                                    const relay::v1::VerifyTokenRequest* request,
                                                    relay::v1::VerifyTokenResponse* response) {
+  if (!common::CallerIs(*context, common::kRoleGateway)) {
+    auto* refused = context->DefaultReactor();
+    refused->Finish(common::DeniedUnless(common::kRoleGateway, "Auth.VerifyToken"));
+    return refused;
+  }
   auto* reactor = context->DefaultReactor();
   verify_requests_.Add();
   if (request->token().empty()) {
@@ -73,6 +79,11 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext* context,
                                                     const relay::v1::RedeemTicketRequest* request,
                                                     relay::v1::RedeemTicketResponse* response) {
+  if (!common::CallerIs(*context, common::kRoleGateway)) {
+    auto* refused = context->DefaultReactor();
+    refused->Finish(common::DeniedUnless(common::kRoleGateway, "Auth.RedeemTicket"));
+    return refused;
+  }
   auto* reactor = context->DefaultReactor();
   if (request->ticket().empty()) {
     response->set_verdict(relay::v1::VERDICT_INVALID);
@@ -126,6 +137,11 @@ std::string AuthService::RenderMetrics() const {
 grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* context,
                                               const relay::v1::ForgetRequest* request,
                                               relay::v1::ForgetResponse* response) {
+  if (!common::CallerIs(*context, common::kRoleOperator)) {
+    auto* refused = context->DefaultReactor();
+    refused->Finish(common::DeniedUnless(common::kRoleOperator, "Auth.Forget"));
+    return refused;
+  }
   size_t dropped = 0;
   relay::v1::Revocation revocation;
   switch (request->what_case()) {
@@ -215,8 +231,22 @@ class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Re
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+namespace {
+
+// The answer to a caller of WatchRevocations without the gateway role.
+class RefusedWatch final : public grpc::ServerWriteReactor<relay::v1::Revocation> {
+ public:
+  RefusedWatch() { Finish(common::DeniedUnless(common::kRoleGateway, "Auth.WatchRevocations")); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 grpc::ServerWriteReactor<relay::v1::Revocation>* AuthService::WatchRevocations(
     grpc::CallbackServerContext* context, const relay::v1::WatchRevocationsRequest* request) {
+  if (!common::CallerIs(*context, common::kRoleGateway)) {
+    return new RefusedWatch();
+  }
   auto* watcher = new Watcher(*this, context);
   absl::MutexLock lock(&watchers_mu_);
   watchers_.insert(watcher);

@@ -13,6 +13,7 @@
 #include "authsvc/host_api_client.h"
 #include "common/flags.h"
 #include "common/grpc_server.h"
+#include "common/grpc_tls.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
@@ -64,8 +65,13 @@ int main(int argc, char** argv) {
   cache_options.capacity = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_size)));
   authsvc::VerifyCache cache(cache_options, [] { return absl::Now(); });
   authsvc::AuthService service(**host_api, cache);
+  auto tls = common::GrpcTlsFromFlags();
+  if (!tls.ok()) {
+    common::Fatal(tls.status().message());
+  }
+  common::WarnIfPlaintext(*tls, "VerifyToken, RedeemTicket and Forget");
   common::EnableGrpcReflection();
-  auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service});
+  auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen), {&service}, {.tls = &*tls});
   if (!server.ok()) {
     common::Fatal(server.status().message());
   }

@@ -2,30 +2,35 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/string_view.h"
 #include "common/cq_loop.h"
+#include "common/grpc_tls.h"
 
 namespace relay::common {
 
 // Serves one unary method of a gRPC async service on a CqLoop: one call waits
 // to be accepted at a time; each accepted call is answered at once by
 // handler(request, &response) on the loop thread (so a handler must not
-// block), and the next one is awaited.
+// block), and the next one is awaited. A caller without role (see
+// grpc_tls.h; empty: anyone) is answered PERMISSION_DENIED.
 //
-//   ServeUnary(loop, &service, &Svc::AsyncService::RequestGetStats,
+//   ServeUnary(loop, &service, &Svc::AsyncService::RequestGetStats, kRoleOperator,
 //              [&](const GetStatsRequest& request, GetStatsResponse* response) { ... });
 template <typename Service, typename Base, typename Request, typename Response, typename Handler>
 void ServeUnary(CqLoop& loop, Service* service,
                 void (Base::*request)(grpc::ServerContext*, Request*,
                                       grpc::ServerAsyncResponseWriter<Response>*,
                                       grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
-                Handler handler) {
+                absl::string_view role, Handler handler) {
   struct Method {
     CqLoop& loop;
     Service* service;
     decltype(request) request_call;
+    std::string role;
     std::function<grpc::Status(const Request&, Response*)> handler;
   };
   class Call final : public CqTag {
@@ -42,7 +47,9 @@ void ServeUnary(CqLoop& loop, Service* service,
       }
       new Call(method_);  // the next caller
       Response response;
-      grpc::Status status = method_->handler(request_, &response);
+      grpc::Status status = method_->role.empty() || CallerIs(context_, method_->role)
+                                ? method_->handler(request_, &response)
+                                : DeniedUnless(method_->role, "this method");
       answered_ = true;
       writer_.Finish(response, status, static_cast<CqTag*>(this));
     }
@@ -54,7 +61,8 @@ void ServeUnary(CqLoop& loop, Service* service,
     grpc::ServerAsyncResponseWriter<Response> writer_{&context_};
     bool answered_ = false;
   };
-  new Call(std::make_shared<const Method>(Method{loop, service, request, std::move(handler)}));
+  new Call(std::make_shared<const Method>(
+      Method{loop, service, request, std::string(role), std::move(handler)}));
 }
 
 }  // namespace relay::common

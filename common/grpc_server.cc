@@ -14,7 +14,8 @@ absl::StatusOr<StartedServer> StartGrpcServer(const std::string& listen,
   grpc::EnableDefaultHealthCheckService(options.default_health);
   grpc::ServerBuilder builder;
   StartedServer started;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &started.port);
+  builder.AddListeningPort(listen, ServerCredentials(options.tls != nullptr ? *options.tls : GrpcTls{}),
+                           &started.port);
   // Gateways hold their streams for hours; keepalive pings find dead peers
   // (a killed gateway's link) within seconds instead of TCP's minutes.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/grpc_tls.h"
 
 namespace grpc {
 class Server;
@@ -29,13 +30,15 @@ struct GrpcServerOptions {
   // When set, a completion queue for services of gRPC's async API is made
   // here (for a CqLoop).
   std::unique_ptr<grpc::ServerCompletionQueue>* cq = nullptr;
+  // Mutual TLS when enabled; plaintext otherwise.
+  const GrpcTls* tls = nullptr;
 };
 
 // Server reflection (grpcurl list) for every server this process starts
 // (relay_grpc_reflection).
 void EnableGrpcReflection();
 
-// Starts an insecure gRPC server on listen ("host:port"). The services must
+// Starts a gRPC server (mutual TLS with options.tls) on listen ("host:port"). The services must
 // outlive the server.
 absl::StatusOr<StartedServer> StartGrpcServer(const std::string& listen,
                                               const std::vector<grpc::Service*>& services,

@@ -132,9 +132,9 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   state.streams = &p.streams;
 
   p.grpc_loop.Start();
-  p.auth = NewGrpcAuthClient(p.config.authsvc, p.grpc_loop);
+  p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop);
   p.router = NewGrpcRouterClient(
-      p.config.routers, state.gateway_id, p.commands, p.grpc_loop,
+      p.config.routers, p.config.grpc_tls, state.gateway_id, p.commands, p.grpc_loop,
       [&io = p.io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); });
   p.commands.SetReady();
   state.auth = p.auth.get();

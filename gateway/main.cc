@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
 #include "common/flags.h"
+#include "common/grpc_tls.h"
 #include "common/log.h"
 #include "common/secret_file.h"
 #include "common/signals.h"
@@ -56,6 +57,12 @@ int main(int argc, char** argv) {
   config.listen = absl::GetFlag(FLAGS_listen);
   config.routers = common::SplitList(absl::GetFlag(FLAGS_router_addrs));
   config.authsvc = absl::GetFlag(FLAGS_authsvc_addr);
+  auto tls = common::GrpcTlsFromFlags();
+  if (!tls.ok()) {
+    common::Fatal(tls.status().message());
+  }
+  config.grpc_tls = *std::move(tls);
+  common::WarnIfPlaintext(config.grpc_tls, "the links to the routers and authsvc");
   auto secret = common::ReadSecretFile(absl::GetFlag(FLAGS_session_secret_file));
   if (!secret.ok()) {
     common::Fatal("session secret unavailable", {{"error", secret.status().message()}});

@@ -9,6 +9,7 @@
 #include "absl/flags/usage.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/grpc_tls.h"
 #include "common/text.h"
 #include "nlohmann/json.hpp"
 #include "relay/v1/auth.grpc.pb.h"
@@ -27,9 +28,15 @@ namespace {
 // client names from tabs): escaped, so that it cannot drive the terminal.
 std::string Cell(const std::string& text) { return relay::common::EscapeForTerminal(text); }
 
+// The operator certificate (--grpc_tls_*), read once at start.
+relay::common::GrpcTls g_tls;
+
+std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address) {
+  return grpc::CreateChannel(address, relay::common::ChannelCredentials(g_tls));
+}
+
 std::unique_ptr<relay::v1::RouterAdmin::Stub> Router() {
-  return relay::v1::RouterAdmin::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_router), grpc::InsecureChannelCredentials()));
+  return relay::v1::RouterAdmin::NewStub(ChannelTo(absl::GetFlag(FLAGS_router)));
 }
 
 // Calls one RouterAdmin method with a 5 s deadline; prints why it failed.
@@ -153,8 +160,7 @@ int AuthForget() {
     std::cerr << "relayctl auth forget: give exactly one of --user or --token_sha256\n";
     return 2;
   }
-  auto stub = relay::v1::Auth::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_authsvc), grpc::InsecureChannelCredentials()));
+  auto stub = relay::v1::Auth::NewStub(ChannelTo(absl::GetFlag(FLAGS_authsvc)));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   relay::v1::ForgetRequest request;
@@ -182,7 +188,8 @@ constexpr char kUsage[] =
     "usage: relayctl [--router ADDR] [--json] (tabs | sessions | stats)\n"
     "       relayctl [--router ADDR] kick ACCOUNT\n"
     "       relayctl [--router ADDR] end-session SESSION_ID\n"
-    "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n";
+    "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n"
+    "With mutual TLS: --grpc_tls_ca CA.pem --grpc_tls_cert operator.pem --grpc_tls_key operator.key\n";
 
 }  // namespace
 
@@ -190,6 +197,12 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   auto args = relay::common::ParseFlagsWithEnv(argc, argv);
   std::vector<std::string> words(args.begin() + 1, args.end());
+  auto tls = relay::common::GrpcTlsFromFlags();
+  if (!tls.ok()) {
+    std::cerr << "relayctl: " << tls.status().message() << "\n";
+    return 2;
+  }
+  g_tls = *std::move(tls);
   if (words == std::vector<std::string>{"tabs"}) {
     return ListTabs();
   }

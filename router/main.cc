@@ -10,6 +10,7 @@
 #include "common/flags.h"
 #include "common/cq_loop.h"
 #include "common/grpc_server.h"
+#include "common/grpc_tls.h"
 #include "common/health_service.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -45,10 +46,15 @@ int main(int argc, char** argv) {
   router::LinkServer links(state);
   router::RouterAdminService admin(state);
   common::HealthService health({"relay.v1.Router", "relay.v1.RouterAdmin"});
+  auto tls = common::GrpcTlsFromFlags();
+  if (!tls.ok()) {
+    common::Fatal(tls.status().message());
+  }
+  common::WarnIfPlaintext(*tls, "Router.Link and RouterAdmin");
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen),
                                         {links.service(), admin.service(), health.service()},
-                                        {.default_health = false, .cq = &cq});
+                                        {.default_health = false, .cq = &cq, .tls = &*tls});
   if (!server.ok()) {
     common::Fatal(server.status().message());
   }

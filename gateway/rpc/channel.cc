@@ -6,7 +6,7 @@
 
 namespace relay::gateway {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const common::GrpcTls& tls) {
   grpc::ChannelArguments args;
   // A dead peer of a long-lived stream is noticed within seconds.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
@@ -18,7 +18,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   // A batch on a link may hold a 16 MiB tab message.
   args.SetMaxReceiveMessageSize(common::kMaxGrpcMessageBytes);
   args.SetMaxSendMessageSize(common::kMaxGrpcMessageBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, common::ChannelCredentials(tls), args);
 }
 
 }  // namespace relay::gateway

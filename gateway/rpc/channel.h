@@ -3,6 +3,8 @@
 #include <memory>
 #include <string>
 
+#include "common/grpc_tls.h"
+
 namespace grpc {
 class Channel;
 }  // namespace grpc
@@ -11,7 +13,7 @@ namespace relay::gateway {
 
 // A channel to one of the gateway's gRPC peers, kept for the life of the
 // process: keepalive pings, quick reconnects, and the message size the links
-// need.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// need; mutual TLS when tls is enabled.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const common::GrpcTls& tls);
 
 }  // namespace relay::gateway

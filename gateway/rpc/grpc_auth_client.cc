@@ -60,8 +60,8 @@ class RevocationWatch {
 
 class GrpcAuthClient final : public AuthClient {
  public:
-  GrpcAuthClient(const std::string& address, common::CqLoop& loop)
-      : loop_(loop), stub_(relay::v1::Auth::NewStub(MakeChannel(address))) {
+  GrpcAuthClient(const std::string& address, const common::GrpcTls& tls, common::CqLoop& loop)
+      : loop_(loop), stub_(relay::v1::Auth::NewStub(MakeChannel(address, tls))) {
     Watch();
   }
 
@@ -260,8 +260,9 @@ void RevocationWatch::OnCompleted(Op op, bool ok) {
 
 }  // namespace
 
-std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, common::CqLoop& loop) {
-  return std::make_unique<GrpcAuthClient>(address, loop);
+std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
+                                              common::CqLoop& loop) {
+  return std::make_unique<GrpcAuthClient>(address, tls, loop);
 }
 
 }  // namespace relay::gateway

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grpc_tls.h"
 #include "gateway/rpc/auth_client.h"
 #include "gateway/rpc/router_client.h"
 
@@ -20,7 +21,8 @@ namespace relay::gateway {
 // gRPC, so none polls the links' sockets but that one); callbacks and sinks
 // are called there and must only post to the I/O threads. The loop must run
 // until the clients are destroyed.
-std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, common::CqLoop& loop);
+std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
+                                              common::CqLoop& loop);
 
 // Runs fn soon on the gateway's I/O threads, after what is ready there now.
 using Deferrer = std::function<void(std::function<void()> fn)>;
@@ -31,6 +33,7 @@ using Deferrer = std::function<void(std::function<void()> fn)>;
 // threads produce in the same turn (the requests of one epoll round) goes out
 // in one batch, and a lone event waits for nothing but that turn.
 std::unique_ptr<RouterClient> NewGrpcRouterClient(const std::vector<std::string>& shards,
+                                                  const common::GrpcTls& tls,
                                                   std::string gateway_id, RouterCommandSink& sink,
                                                   common::CqLoop& loop, Deferrer defer);
 

@@ -66,12 +66,12 @@ ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
 
 class Shard final : public RouterLinkOwner {
  public:
-  Shard(size_t index, const std::string& address, std::string gateway_id,
+  Shard(size_t index, const std::string& address, const common::GrpcTls& tls, std::string gateway_id,
         RouterCommandSink& sink, std::atomic<uint64_t>& next_ref, common::CqLoop& loop,
         const Deferrer& defer)
       : index_(index), address_(address), gateway_id_(std::move(gateway_id)), sink_(sink),
         next_ref_(next_ref), loop_(loop), defer_(defer),
-        stub_(relay::v1::Router::NewStub(MakeChannel(address))) {}
+        stub_(relay::v1::Router::NewStub(MakeChannel(address, tls))) {}
 
   // Starts a link (at start, and from the relink alarm).
   void Link() ABSL_LOCKS_EXCLUDED(mu_) {
@@ -345,11 +345,12 @@ class Shard final : public RouterLinkOwner {
 
 class GrpcRouterClient final : public RouterClient {
  public:
-  GrpcRouterClient(const std::vector<std::string>& addresses, std::string gateway_id,
+  GrpcRouterClient(const std::vector<std::string>& addresses, const common::GrpcTls& tls,
+                   std::string gateway_id,
                    RouterCommandSink& sink, common::CqLoop& loop, Deferrer defer)
       : picker_(addresses), defer_(std::move(defer)) {
     for (size_t i = 0; i < addresses.size(); ++i) {
-      shards_.push_back(std::make_unique<Shard>(i, addresses[i], gateway_id, sink, next_ref_,
+      shards_.push_back(std::make_unique<Shard>(i, addresses[i], tls, gateway_id, sink, next_ref_,
                                                 loop, defer_));
     }
     for (auto& shard : shards_) {
@@ -419,10 +420,11 @@ class GrpcRouterClient final : public RouterClient {
 }  // namespace
 
 std::unique_ptr<RouterClient> NewGrpcRouterClient(const std::vector<std::string>& shards,
+                                                  const common::GrpcTls& tls,
                                                   std::string gateway_id,
                                                   RouterCommandSink& sink, common::CqLoop& loop,
                                                   Deferrer defer) {
-  return std::make_unique<GrpcRouterClient>(shards, std::move(gateway_id), sink, loop,
+  return std::make_unique<GrpcRouterClient>(shards, tls, std::move(gateway_id), sink, loop,
                                             std::move(defer));
 }
 

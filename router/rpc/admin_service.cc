@@ -10,7 +10,7 @@ using Service = relay::v1::RouterAdmin::AsyncService;
 
 void RouterAdminService::Serve(common::CqLoop& loop) {
   common::ServeUnary(
-      loop, &service_, &Service::RequestListTabs,
+      loop, &service_, &Service::RequestListTabs, common::kRoleOperator,
       [this](const relay::v1::ListTabsRequest& request, relay::v1::ListTabsResponse* response) {
         hub_.Read([&](const RouterCore& core) {
           for (const TabRecord& tab : core.tabs().List(request.account())) {
@@ -30,7 +30,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
       });
 
   common::ServeUnary(
-      loop, &service_, &Service::RequestListSessions,
+      loop, &service_, &Service::RequestListSessions, common::kRoleOperator,
       [this](const relay::v1::ListSessionsRequest& request,
              relay::v1::ListSessionsResponse* response) {
         auto sessions = hub_.Read([&](const RouterCore& core) {
@@ -49,7 +49,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
       });
 
   common::ServeUnary(
-      loop, &service_, &Service::RequestGetStats,
+      loop, &service_, &Service::RequestGetStats, common::kRoleOperator,
       [this](const relay::v1::GetStatsRequest&, relay::v1::GetStatsResponse* response) {
         hub_.Read([&](const RouterCore& core) {
           const RouterCounts& c = core.counts();
@@ -69,7 +69,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
       });
 
   common::ServeUnary(
-      loop, &service_, &Service::RequestKick,
+      loop, &service_, &Service::RequestKick, common::kRoleOperator,
       [this](const relay::v1::KickRequest& request, relay::v1::KickResponse* response) {
         bool kicked = hub_.Kick(request.account(), "an operator disconnected this tab");
         if (kicked) {
@@ -80,7 +80,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
       });
 
   common::ServeUnary(
-      loop, &service_, &Service::RequestEndSession,
+      loop, &service_, &Service::RequestEndSession, common::kRoleOperator,
       [this](const relay::v1::EndSessionRequest& request, relay::v1::EndSessionResponse*) {
         hub_.EndSession(request.session_id());
         return grpc::Status::OK;

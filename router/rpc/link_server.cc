@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/batch_queue.h"
+#include "common/grpc_tls.h"
 #include "common/log.h"
 
 namespace relay::router {
@@ -95,6 +96,17 @@ void GatewayLink::OnCompleted(Op op, bool ok) {
       return;  // a call matched as the process ends: its done tag may still come, so keep this
     }
     accepted_();
+    if (!common::CallerIs(context_, common::kRoleGateway)) {
+      common::LogWarn("link refused: the caller's certificate is not a gateway's",
+                      {{"peer", context_.peer()}, {"role", common::CallerRole(context_)}});
+      absl::MutexLock lock(&mu_);
+      reading_ended_ = true;
+      finishing_ = true;
+      stream_.Finish(common::DeniedUnless(common::kRoleGateway, "Router.Link"),
+                     TagFor(Op::kFinished));
+      ++pending_;
+      return;
+    }
     Accepted();
     return;
   }

@@ -6,7 +6,7 @@ import net from 'node:net';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startStack, startProcess, binDir, waitUntil } from './lib/stack.mjs';
+import { startStack, startProcess, binDir, waitUntil, tlsArgs } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 
@@ -191,7 +191,7 @@ test('out of file descriptors: the gateway backs off instead of spinning, and se
   // A gateway allowed 64 descriptors; 100 connections exhaust them.
   const gw = startProcess('gateway-fd', 'prlimit', ['--nofile=64:64', join(binDir, 'relay-gateway'),
     '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
-    `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`]);
+    `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`, ...tlsArgs('gateway')]);
   try {
     const port = await gw.listeningPort();
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 'fd gateway ready');
@@ -290,7 +290,7 @@ test('an idle keep-alive connection is closed after --idle_timeout', async () =>
 
 test("the router's /metrics listener serves again after running out of descriptors", async () => {
   const router = startProcess('router-fd', 'prlimit', ['--nofile=48:48', join(binDir, 'relay-router'),
-    '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0']);
+    '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router')]);
   try {
     await router.listeningPort();
     const port = Number((await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'metrics port'))[1]);

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startStack, startProcess, binDir, waitUntil } from './lib/stack.mjs';
+import { startStack, startProcess, binDir, waitUntil, tlsArgs } from './lib/stack.mjs';
 import { startNginx } from './lib/nginx.mjs';
 import { ReconnectingTab } from './lib/tab.mjs';
 
@@ -161,7 +161,7 @@ test('kill -9 of a router shard: its accounts fail fast, the others do not notic
     }
   }
 
-  const restarted = startProcess('router1b', join(binDir, 'relay-router'), [`--listen=127.0.0.1:${port}`]);
+  const restarted = startProcess('router1b', join(binDir, 'relay-router'), [`--listen=127.0.0.1:${port}`, ...tlsArgs('router')]);
   stack.procs.push(restarted);
   await restarted.listeningPort();
   const restartedAt = Date.now();

@@ -12,6 +12,25 @@ export const repoRoot = resolve(here, '../../..');
 export const binDir = process.env.RELAY_BIN_DIR ?? join(repoRoot, 'build', 'bin');
 const hostapiDir = join(repoRoot, 'hostapi');
 
+// Mutual TLS between the services, as deployed (ARCHITECTURE.md): one CA and one certificate
+// per role for this test process (scripts/make-certs.sh), removed when it exits. relayctl, run
+// by the tests without flags, takes the operator's from the environment (RELAY_GRPC_TLS_*);
+// every service is given its own role's with flags (which win over the environment).
+const tlsDir = mkdtempSync(join(tmpdir(), 'relay-tls-'));
+execFileSync('bash', [join(repoRoot, 'scripts', 'make-certs.sh'), tlsDir]);
+process.on('exit', () => rmSync(tlsDir, { recursive: true, force: true }));
+export const tlsFiles = (role) => ({ ca: join(tlsDir, 'ca.pem'), cert: join(tlsDir, `${role}.pem`), key: join(tlsDir, `${role}.key`) });
+export const tlsArgs = (role) => {
+  const files = tlsFiles(role);
+  return [`--grpc_tls_ca=${files.ca}`, `--grpc_tls_cert=${files.cert}`, `--grpc_tls_key=${files.key}`];
+};
+{
+  const operator = tlsFiles('operator');
+  process.env.RELAY_GRPC_TLS_CA = operator.ca;
+  process.env.RELAY_GRPC_TLS_CERT = operator.cert;
+  process.env.RELAY_GRPC_TLS_KEY = operator.key;
+}
+
 // Every line a process printed, kept for assertions (e.g. that no secret was logged).
 export const allLogs = [];
 const sanitizerReport = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer/;
@@ -196,7 +215,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
 
     stack.authsvc = startProcess('authsvc', join(binDir, 'relay-authsvc'), [
       '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', `--api_base=${stack.hostapi.base}`,
-      `--relay_key_file=${relayKeyFile}`, ...authsvcArgs,
+      `--relay_key_file=${relayKeyFile}`, ...tlsArgs('authsvc'), ...authsvcArgs,
     ]);
     stack.procs.push(stack.authsvc);
     stack.authsvcPort = await stack.authsvc.listeningPort();
@@ -204,7 +223,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     stack.authsvc.metricsUrl = `http://127.0.0.1:${authMetrics[1]}/metrics`;
 
     for (let i = 0; i < routers; i++) {
-      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...routerArgs]);
+      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router'), ...routerArgs]);
       stack.procs.push(router);
       router.port = await router.listeningPort();
       const metrics = await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'router metrics port');
@@ -220,6 +239,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
         `--session_secret_file=${secretFile}`,
         `--catalogue=${catalogueFile}`,
         '--allowed_origins=http://editor.test',
+        ...tlsArgs('gateway'),
         ...(typeof gatewayArgs === 'function' ? gatewayArgs(i, stack) : gatewayArgs),
       ]);
       stack.procs.push(gateway);

@@ -1,0 +1,128 @@
+// Between the services: mutual TLS with a role per certificate (ARCHITECTURE.md, issue 12).
+// The stack runs as deployed, every gRPC connection over TLS with its role's certificate;
+// these tests are the callers it must refuse, and the operator it must serve.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startStack, startProcess, binDir, repoRoot, waitUntil, tlsFiles, tlsArgs } from './lib/stack.mjs';
+
+const execFileAsync = promisify(execFile);
+let stack, foreignDir;
+
+before(async () => {
+  stack = await startStack({ users: ['alice'] });
+  // A second CA with its own operator certificate: a stranger's.
+  foreignDir = mkdtempSync(join(tmpdir(), 'relay-foreign-tls-'));
+  execFileSync('bash', [join(repoRoot, 'scripts', 'make-certs.sh'), foreignDir]);
+});
+after(async () => {
+  await stack?.stop();
+  if (foreignDir) rmSync(foreignDir, { recursive: true, force: true });
+});
+
+// relayctl with the given certificate files (an empty object: plaintext); resolves to
+// { code, stdout, stderr }.
+async function relayctl(files, ...args) {
+  const env = {
+    ...process.env,
+    RELAY_GRPC_TLS_CA: files.ca ?? '', RELAY_GRPC_TLS_CERT: files.cert ?? '', RELAY_GRPC_TLS_KEY: files.key ?? '',
+  };
+  try {
+    const { stdout, stderr } = await execFileAsync(join(binDir, 'relayctl'), args, { env });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    return { code: error.code, stdout: error.stdout, stderr: error.stderr };
+  }
+}
+const router = () => `--router=127.0.0.1:${stack.routers[0].port}`;
+const authsvc = () => `--authsvc=127.0.0.1:${stack.authsvcPort}`;
+
+test('every service of the stack runs with TLS: none warns that its gRPC is open', () => {
+  for (const proc of stack.procs) {
+    assert.ok(!proc.lines.some((l) => l.includes('gRPC without TLS')), `${proc.name} runs without TLS`);
+  }
+});
+
+test('relayctl with the operator certificate works', async () => {
+  const stats = await relayctl(tlsFiles('operator'), router(), '--json', 'stats');
+  assert.equal(stats.code, 0, stats.stderr);
+  assert.equal(JSON.parse(stats.stdout).links, 1);
+  const forget = await relayctl(tlsFiles('operator'), authsvc(), '--user=alice', 'auth', 'forget');
+  assert.equal(forget.code, 0, forget.stderr);
+});
+
+test('a plaintext client is refused', async () => {
+  const result = await relayctl({}, router(), 'stats');
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /did not answer/);
+});
+
+test('a client whose certificate another CA signed is refused', async () => {
+  const foreign = { ca: tlsFiles('operator').ca, cert: join(foreignDir, 'operator.pem'), key: join(foreignDir, 'operator.key') };
+  const result = await relayctl(foreign, router(), 'stats');
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /did not answer/);
+  assert.doesNotMatch(result.stdout, /links/);
+});
+
+test("a gateway's certificate may not call RouterAdmin or authsvc's Forget", async () => {
+  const admin = await relayctl(tlsFiles('gateway'), router(), 'kick', 'alice');
+  assert.equal(admin.code, 1);
+  assert.match(admin.stderr, /is for the operator role/);
+  const forget = await relayctl(tlsFiles('gateway'), authsvc(), '--user=alice', 'auth', 'forget');
+  assert.equal(forget.code, 1);
+  assert.match(forget.stderr, /Auth\.Forget is for the operator role/);
+});
+
+test("an operator's certificate may not open Link or verify tokens: a gateway holding one never gets ready", async () => {
+  const gw = startProcess('gateway-operator-cert', join(binDir, 'relay-gateway'), [
+    '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
+    `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`, ...tlsArgs('operator')]);
+  try {
+    const port = await gw.listeningPort();
+    await gw.waitForLine((l) => l.includes('router link ended') && l.includes('Router.Link is for the gateway role'), 'the link refused');
+    await stack.routers[0].waitForLine((l) => l.includes('link refused'), 'the router to say so');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 503);
+    // Its token checks are refused by authsvc too: the agent is told the service is unavailable,
+    // never let in.
+    const res = await fetch(`http://127.0.0.1:${port}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer fwa_' + '0'.repeat(64) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    assert.equal(res.status, 503);
+  } finally {
+    await gw.stop();
+  }
+});
+
+test('a private key readable by others is refused at start, with the fix', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-open-key-'));
+  try {
+    const files = tlsFiles('router');
+    copyFileSync(files.key, join(dir, 'router.key'));
+    chmodSync(join(dir, 'router.key'), 0o644);
+    const router = startProcess('router-open-key', join(binDir, 'relay-router'), [
+      '--listen=127.0.0.1:0', `--grpc_tls_ca=${files.ca}`, `--grpc_tls_cert=${files.cert}`, `--grpc_tls_key=${join(dir, 'router.key')}`]);
+    await router.exitPromise;
+    assert.notEqual(router.exitCode, 0);
+    assert.ok(router.lines.some((l) => /readable by other users; run: chmod 600/.test(l)), router.lines.join('\n'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('without TLS flags a service warns loudly at start', async () => {
+  const router = startProcess('router-plaintext', join(binDir, 'relay-router'), ['--listen=127.0.0.1:0'], {
+    env: { RELAY_GRPC_TLS_CA: '', RELAY_GRPC_TLS_CERT: '', RELAY_GRPC_TLS_KEY: '' },
+  });
+  try {
+    await router.waitForLine((l) => l.includes('gRPC without TLS') && l.includes('open to anyone'), 'the warning');
+  } finally {
+    await router.stop();
+  }
+});
