@@ -16,6 +16,11 @@ mkdir -p "$state" && chmod 700 "$state"
 export HOSTAPI_DATA="$state/hostapi-data" HOSTAPI_RELAY_KEY_FILE="$state/relay.key"
 [[ -s "$state/relay.key" ]] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/relay.key")
 [[ -s "$state/session.secret" ]] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/session.secret")
+# Mutual TLS between the services: a CA and one certificate per role (scripts/make-certs.sh).
+bash scripts/make-certs.sh "$state/tls"
+for role in authsvc router gateway; do
+  declare -a "tls_$role=(--grpc_tls_ca=\"\$state/tls/ca.pem\" --grpc_tls_cert=\"\$state/tls/$role.pem\" --grpc_tls_key=\"\$state/tls/$role.key\")"
+done
 if [[ ! -s "$state/demo.password" ]]; then
   (umask 077; head -c 9 /dev/urandom | base64 | tr '+/' 'xy' > "$state/demo.password")
 fi
@@ -46,9 +51,9 @@ HOSTAPI_RELAY_URLS="ws://127.0.0.1:$gw_port/mcp ws://localhost:$gw_port/mcp" \
   start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public
 wait_listening "$state/hostapi.log"
 start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
-  --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key"
-start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port"
-start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" \
+  --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key" "${tls_authsvc[@]}"
+start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port" "${tls_router[@]}"
+start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" "${tls_gateway[@]}" \
   --router_addrs="127.0.0.1:$router_port" --authsvc_addr="127.0.0.1:$auth_port" \
   --session_secret_file="$state/session.secret" --catalogue=hostapi/public/editor/tools.json \
   --allowed_origins="http://127.0.0.1:$api_port,http://localhost:$api_port"
@@ -67,6 +72,10 @@ cat <<MSG
 
   Get a tab on: open http://127.0.0.1:$api_port/editor/
   log in as demo / $password and switch "Let an AI agent work in this tab" on.
+
+  Look at it as an operator (mutual TLS, the operator's certificate):
+    RELAY_GRPC_TLS_CA=.run/tls/ca.pem RELAY_GRPC_TLS_CERT=.run/tls/operator.pem \\
+    RELAY_GRPC_TLS_KEY=.run/tls/operator.key build/bin/relayctl --router=127.0.0.1:$router_port tabs
 
   Ctrl-C stops everything.
 MSG
