@@ -20,10 +20,11 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(n
 
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libssl3 php-cli nginx ca-certificates \
+      libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libssl3 php-cli nginx ca-certificates openssl \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/bin/ /usr/local/bin/
 COPY hostapi /opt/relay/hostapi
 COPY deploy /opt/relay/deploy
+COPY scripts/make-certs.sh /opt/relay/scripts/make-certs.sh
 WORKDIR /opt/relay
 USER nobody

@@ -1,5 +1,7 @@
 #include "common/secret_file.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +14,11 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   if (path.empty()) {
     return absl::InvalidArgumentError("no secret file configured");
   }
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "secret file ", path, " is readable by other users; run: chmod 600 ", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot read secret file ", path));
@@ -19,8 +26,11 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   std::ostringstream content;
   content << in.rdbuf();
   std::string secret(absl::StripAsciiWhitespace(content.str()));
-  if (secret.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("secret file ", path, " is empty"));
+  if (secret.size() < kMinSecretChars) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "secret file ", path, " holds fewer than ", kMinSecretChars,
+        " characters; make a new one: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > ",
+        path));
   }
   return secret;
 }

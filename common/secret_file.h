@@ -1,13 +1,19 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/statusor.h"
 
 namespace relay::common {
 
+// The shortest secret accepted (32 hex digits are 128 bits).
+inline constexpr size_t kMinSecretChars = 32;
+
 // Reads a secret (relay key, session secret) from a file, trimming surrounding
-// whitespace. Errors name the path and never the content.
+// whitespace. Refuses a file readable by group or others, and a secret shorter
+// than kMinSecretChars, saying how to fix it. Errors name the path and never
+// the content.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
 
 }  // namespace relay::common

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, startProcess, binDir, repoRoot, waitUntil, tlsFiles, tlsArgs } from './lib/stack.mjs';
@@ -124,5 +124,26 @@ test('without TLS flags a service warns loudly at start', async () => {
     await router.waitForLine((l) => l.includes('gRPC without TLS') && l.includes('open to anyone'), 'the warning');
   } finally {
     await router.stop();
+  }
+});
+
+test('a secret file readable by others, or too short, is refused at start with the fix', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-secrets-'));
+  const gatewayWith = async (name, secret, mode) => {
+    const file = join(dir, name);
+    writeFileSync(file, secret, { mode });
+    chmodSync(file, mode);
+    const gw = startProcess(`gateway-${name}`, join(binDir, 'relay-gateway'), [
+      '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
+      `--session_secret_file=${file}`, `--catalogue=${stack.catalogueFile}`, ...tlsArgs('gateway')]);
+    await gw.exitPromise;
+    assert.notEqual(gw.exitCode, 0);
+    return gw.lines.join('\n');
+  };
+  try {
+    assert.match(await gatewayWith('open.secret', 'a'.repeat(64), 0o644), /readable by other users; run: chmod 600/);
+    assert.match(await gatewayWith('short.secret', 'short', 0o600), /fewer than 32 characters; make a new one: head -c 32/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
