@@ -14,7 +14,7 @@ packages=(
   php-cli curl
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(nginx docker-compose nodejs npm chromium wrk clang libclang-rt-14-dev util-linux)
+  packages+=(nginx docker-compose nodejs npm chromium wrk clang libclang-rt-14-dev util-linux prometheus)
 fi
 
 missing=()

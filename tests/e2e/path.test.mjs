@@ -118,3 +118,26 @@ test('a used ticket is refused the second time', async () => {
   first.close();
   await first.closed;
 });
+
+test("every service's /metrics is valid Prometheus text: promtool check metrics is clean", async () => {
+  const endpoints = [
+    ...stack.gateways.map((g) => [g.name, `http://127.0.0.1:${g.port}/metrics`]),
+    ...stack.routers.map((r) => [r.name, r.metricsUrl]),
+    ['authsvc', stack.authsvc.metricsUrl],
+  ];
+  for (const [name, url] of endpoints) {
+    const res = await fetch(url);
+    assert.equal(res.status, 200, name);
+    assert.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/, name);
+    const text = await res.text();
+    // promtool prints nothing and exits 0 for clean text; a lint problem or a parse error is
+    // printed and fails.
+    let out = '';
+    try {
+      out = execFileSync('promtool', ['check', 'metrics'], { input: text, stdio: ['pipe', 'pipe', 'pipe'] }).toString();
+    } catch (error) {
+      assert.fail(`${name}: promtool check metrics: ${error.stdout}${error.stderr}`);
+    }
+    assert.equal(out.trim(), '', `${name}: ${out}`);
+  }
+});
