@@ -1,5 +1,6 @@
-// relayctl: the operators' command line for the router (and, later, authsvc).
+// relayctl: the operators' command line for the router shards and authsvc.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -7,15 +8,22 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
 #include "common/grpc_tls.h"
 #include "common/text.h"
+#include "gateway/core/shard_picker.h"
 #include "nlohmann/json.hpp"
 #include "relay/v1/auth.grpc.pb.h"
 #include "relay/v1/router.grpc.pb.h"
 
-ABSL_FLAG(std::string, router, "127.0.0.1:7001", "router address");
+ABSL_FLAG(std::string, router, "",
+          "router shard addresses, comma-separated, as the gateways list them (default: "
+          "RELAY_ROUTER_ADDRS, else 127.0.0.1:7001)");
+ABSL_FLAG(bool, per_shard, false, "stats: each shard's figures beside the sum");
+ABSL_FLAG(std::string, account, "", "sessions: only this account's");
 ABSL_FLAG(std::string, authsvc, "127.0.0.1:7002", "authsvc address");
 ABSL_FLAG(bool, json, false, "machine-readable output");
 ABSL_FLAG(std::string, user, "", "auth forget: the account whose cached verifications go");
@@ -35,120 +43,219 @@ std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address) {
   return grpc::CreateChannel(address, relay::common::ChannelCredentials(g_tls));
 }
 
-std::unique_ptr<relay::v1::RouterAdmin::Stub> Router() {
-  return relay::v1::RouterAdmin::NewStub(ChannelTo(absl::GetFlag(FLAGS_router)));
+// The router shards, in the order the gateways list them (rendezvous hashing
+// over these exact strings decides which shard owns an account).
+std::vector<std::string> Shards() {
+  std::string list = absl::GetFlag(FLAGS_router);
+  if (list.empty()) {
+    const char* env = std::getenv("RELAY_ROUTER_ADDRS");
+    list = env != nullptr && *env != '\0' ? env : "127.0.0.1:7001";
+  }
+  return relay::common::SplitList(list);
 }
 
-// Calls one RouterAdmin method with a 5 s deadline; prints why it failed.
+// Exit codes: every shard answered; some did not (the answer is partial);
+// none did, or the request failed.
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitPartial = 3;
+
+template <typename Response>
+struct ShardAnswer {
+  std::string shard;
+  Response response;
+};
+
+template <typename Response>
+struct Answers {
+  std::vector<ShardAnswer<Response>> answered;
+  std::vector<std::string> failed;
+  int exit_code() const {
+    return failed.empty() ? kExitOk : answered.empty() ? kExitFailed : kExitPartial;
+  }
+};
+
+// Calls one RouterAdmin method on one shard with a 5 s deadline; says why it failed.
 template <typename Request, typename Response, typename Method>
-bool CallRouter(Method method, const Request& request, Response* response) {
-  auto stub = Router();
+bool CallShard(const std::string& shard, Method method, const Request& request,
+               Response* response) {
+  auto stub = relay::v1::RouterAdmin::NewStub(ChannelTo(shard));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   grpc::Status status = ((*stub).*method)(&context, request, response);
   if (!status.ok()) {
-    std::cerr << "relayctl: router " << absl::GetFlag(FLAGS_router)
-              << " did not answer: " << status.error_message() << "\n";
+    std::cerr << "relayctl: router " << shard << " did not answer: " << status.error_message()
+              << "\n";
   }
   return status.ok();
 }
 
-int ListSessions() {
-  relay::v1::ListSessionsResponse response;
-  if (!CallRouter(&relay::v1::RouterAdmin::Stub::ListSessions, relay::v1::ListSessionsRequest(),
-                  &response)) {
-    return 1;
-  }
-  if (absl::GetFlag(FLAGS_json)) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& s : response.sessions()) {
-      out.push_back({{"session", s.session_id()}, {"account", s.account()},
-                     {"agent", s.counts_as_agent()}, {"stream", s.has_stream()},
-                     {"subscriptions", s.subscriptions()}, {"lastSeenMs", s.last_seen_unix_ms()}});
+// Asks every shard; the answer is partial when one did not answer (named on stderr).
+template <typename Response, typename Request, typename Method>
+Answers<Response> AskAll(Method method, const Request& request) {
+  Answers<Response> answers;
+  for (const std::string& shard : Shards()) {
+    Response response;
+    if (CallShard(shard, method, request, &response)) {
+      answers.answered.push_back({shard, std::move(response)});
+    } else {
+      answers.failed.push_back(shard);
     }
+  }
+  if (!answers.failed.empty() && !answers.answered.empty()) {
+    std::cerr << "relayctl: partial answer: " << answers.failed.size() << " of "
+              << answers.failed.size() + answers.answered.size()
+              << " router shards did not answer\n";
+  }
+  return answers;
+}
+
+// The shard that owns the account, as the gateways pick it.
+std::string OwnerOf(absl::string_view account) {
+  std::vector<std::string> shards = Shards();
+  return shards[relay::gateway::ShardPicker(shards).Pick(account)];
+}
+
+int ListSessions() {
+  relay::v1::ListSessionsRequest request;
+  request.set_account(absl::GetFlag(FLAGS_account));
+  auto answers = AskAll<relay::v1::ListSessionsResponse>(
+      &relay::v1::RouterAdmin::Stub::ListSessions, request);
+  bool json = absl::GetFlag(FLAGS_json);
+  nlohmann::json out = nlohmann::json::array();
+  if (!json) {
+    std::printf("%-24s %-6s %-7s %-5s %-22s %s\n", "ACCOUNT", "AGENT", "STREAM", "SUBS", "SHARD",
+                "SESSION");
+  }
+  for (const auto& [shard, response] : answers.answered) {
+    for (const auto& s : response.sessions()) {
+      if (json) {
+        out.push_back({{"session", s.session_id()}, {"account", s.account()},
+                       {"agent", s.counts_as_agent()}, {"stream", s.has_stream()},
+                       {"subscriptions", s.subscriptions()},
+                       {"lastSeenMs", s.last_seen_unix_ms()}, {"shard", shard}});
+      } else {
+        std::printf("%-24s %-6s %-7s %-5u %-22s %s\n", Cell(s.account()).c_str(),
+                    s.counts_as_agent() ? "yes" : "no", s.has_stream() ? "open" : "-",
+                    s.subscriptions(), Cell(shard).c_str(), Cell(s.session_id()).c_str());
+      }
+    }
+  }
+  if (json) {
     std::cout << out.dump() << "\n";
-    return 0;
   }
-  std::printf("%-24s %-6s %-7s %-5s %s\n", "ACCOUNT", "AGENT", "STREAM", "SUBS", "SESSION");
-  for (const auto& s : response.sessions()) {
-    std::printf("%-24s %-6s %-7s %-5u %s\n", Cell(s.account()).c_str(),
-                s.counts_as_agent() ? "yes" : "no", s.has_stream() ? "open" : "-",
-                s.subscriptions(), Cell(s.session_id()).c_str());
-  }
-  return 0;
+  return answers.exit_code();
+}
+
+nlohmann::json StatsJson(const relay::v1::GetStatsResponse& r) {
+  return {{"links", r.links()},       {"tabs", r.tabs()},         {"sessions", r.sessions()},
+          {"forwards", r.forwards()}, {"results", r.results()},   {"errors", r.errors()},
+          {"noTab", r.no_tab()},      {"tabGone", r.tab_gone()},  {"displaced", r.displaced()},
+          {"cancelled", r.cancelled()}};
 }
 
 int Stats() {
-  relay::v1::GetStatsResponse r;
-  if (!CallRouter(&relay::v1::RouterAdmin::Stub::GetStats, relay::v1::GetStatsRequest(), &r)) {
-    return 1;
+  auto answers =
+      AskAll<relay::v1::GetStatsResponse>(&relay::v1::RouterAdmin::Stub::GetStats,
+                                          relay::v1::GetStatsRequest());
+  // Summed over the shards; links are per shard (every gateway links to every shard), so
+  // the sum counts each gateway once per shard.
+  nlohmann::json total = StatsJson(relay::v1::GetStatsResponse());
+  nlohmann::json shards = nlohmann::json::object();
+  for (const auto& [shard, response] : answers.answered) {
+    nlohmann::json one = StatsJson(response);
+    for (auto& [key, value] : total.items()) {
+      value = value.get<uint64_t>() + one[key].get<uint64_t>();
+    }
+    shards[shard] = std::move(one);
   }
-  nlohmann::json out = {{"links", r.links()},     {"tabs", r.tabs()},         {"sessions", r.sessions()},
-                        {"forwards", r.forwards()}, {"results", r.results()}, {"errors", r.errors()},
-                        {"noTab", r.no_tab()},     {"tabGone", r.tab_gone()}, {"displaced", r.displaced()},
-                        {"cancelled", r.cancelled()}};
+  bool per_shard = absl::GetFlag(FLAGS_per_shard);
   if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::json out = total;
+    if (per_shard) {
+      out["shards"] = shards;
+    }
     std::cout << out.dump() << "\n";
-    return 0;
+    return answers.exit_code();
   }
-  for (const auto& [key, value] : out.items()) {
-    std::printf("%-10s %s\n", key.c_str(), value.dump().c_str());
+  for (const auto& [key, value] : total.items()) {
+    std::printf("%-10s %s", key.c_str(), value.dump().c_str());
+    if (per_shard) {
+      for (const auto& [shard, one] : shards.items()) {
+        std::printf("   %s %s", Cell(shard).c_str(), one[key].dump().c_str());
+      }
+    }
+    std::printf("\n");
   }
-  return 0;
+  return answers.exit_code();
 }
 
 int Kick(const std::string& account) {
   relay::v1::KickRequest request;
   request.set_account(account);
   relay::v1::KickResponse response;
-  if (!CallRouter(&relay::v1::RouterAdmin::Stub::Kick, request, &response)) {
-    return 1;
+  if (!CallShard(OwnerOf(account), &relay::v1::RouterAdmin::Stub::Kick, request, &response)) {
+    return kExitFailed;
   }
-  std::cout << (response.kicked() ? "disconnected the tab of " : "no tab here for ") << account
-            << "\n";
-  return response.kicked() ? 0 : 1;
+  std::cout << (response.kicked() ? "disconnected the tab of " : "no tab here for ")
+            << Cell(account) << "\n";
+  return response.kicked() ? kExitOk : kExitFailed;
 }
 
 int EndSession(const std::string& session) {
   relay::v1::EndSessionRequest request;
   request.set_session_id(session);
   relay::v1::EndSessionResponse response;
-  if (!CallRouter(&relay::v1::RouterAdmin::Stub::EndSession, request, &response)) {
-    return 1;
+  // The id names its account ("v1.<account, base64url>.<nonce>.<mac>"): its shard is the
+  // owner, which tells every gateway. An id that names none is refused by every shard alike.
+  std::vector<std::string> parts = absl::StrSplit(session, '.');
+  std::string account;
+  if (parts.size() != 4 || !absl::WebSafeBase64Unescape(parts[1], &account)) {
+    std::cerr << "relayctl end-session: not a session id of this relay\n";
+    return 2;
+  }
+  if (!CallShard(OwnerOf(account), &relay::v1::RouterAdmin::Stub::EndSession, request,
+                 &response)) {
+    return kExitFailed;
   }
   std::cout << "ended the session\n";
-  return 0;
+  return kExitOk;
 }
 
 int ListTabs() {
-  relay::v1::ListTabsResponse response;
-  if (!CallRouter(&relay::v1::RouterAdmin::Stub::ListTabs, relay::v1::ListTabsRequest(),
-                  &response)) {
-    return 1;
+  auto answers = AskAll<relay::v1::ListTabsResponse>(&relay::v1::RouterAdmin::Stub::ListTabs,
+                                                     relay::v1::ListTabsRequest());
+  bool json = absl::GetFlag(FLAGS_json);
+  nlohmann::json tabs = nlohmann::json::array();
+  if (!json) {
+    std::printf("%-24s %-10s %-10s %-20s %-10s %s\n", "ACCOUNT", "GATEWAY", "TAB", "CLIENT",
+                "IN FLIGHT", "SHARD");
   }
-  if (absl::GetFlag(FLAGS_json)) {
-    nlohmann::json tabs = nlohmann::json::array();
+  for (const auto& [shard, response] : answers.answered) {
     for (const auto& tab : response.tabs()) {
-      tabs.push_back({{"account", tab.account()},
-                      {"role", tab.role()},
-                      {"gateway", tab.gateway_id()},
-                      {"tabId", tab.tab_id()},
-                      {"client", tab.client_name()},
-                      {"clientVersion", tab.client_version()},
-                      {"connectedAtMs", tab.connected_at_unix_ms()},
-                      {"callsInFlight", tab.calls_in_flight()}});
+      if (json) {
+        tabs.push_back({{"account", tab.account()},
+                        {"role", tab.role()},
+                        {"gateway", tab.gateway_id()},
+                        {"tabId", tab.tab_id()},
+                        {"client", tab.client_name()},
+                        {"clientVersion", tab.client_version()},
+                        {"connectedAtMs", tab.connected_at_unix_ms()},
+                        {"callsInFlight", tab.calls_in_flight()},
+                        {"shard", shard}});
+      } else {
+        std::printf("%-24s %-10s %-10llu %-20s %-10llu %s\n", Cell(tab.account()).c_str(),
+                    Cell(tab.gateway_id()).c_str(),
+                    static_cast<unsigned long long>(tab.tab_id()),
+                    Cell(tab.client_name()).c_str(),
+                    static_cast<unsigned long long>(tab.calls_in_flight()), Cell(shard).c_str());
+      }
     }
+  }
+  if (json) {
     std::cout << tabs.dump() << "\n";
-    return 0;
   }
-  std::printf("%-24s %-10s %-10s %-20s %s\n", "ACCOUNT", "GATEWAY", "TAB", "CLIENT", "IN FLIGHT");
-  for (const auto& tab : response.tabs()) {
-    std::printf("%-24s %-10s %-10llu %-20s %llu\n", Cell(tab.account()).c_str(),
-                Cell(tab.gateway_id()).c_str(), static_cast<unsigned long long>(tab.tab_id()),
-                Cell(tab.client_name()).c_str(),
-                static_cast<unsigned long long>(tab.calls_in_flight()));
-  }
-  return 0;
+  return answers.exit_code();
 }
 
 // Drops cached verifications at once, e.g. after revoking a token in the host
@@ -185,11 +292,14 @@ int AuthForget() {
 }
 
 constexpr char kUsage[] =
-    "usage: relayctl [--router ADDR] [--json] (tabs | sessions | stats)\n"
-    "       relayctl [--router ADDR] kick ACCOUNT\n"
-    "       relayctl [--router ADDR] end-session SESSION_ID\n"
+    "usage: relayctl [--router A,B,...] [--json] (tabs | sessions [--account A] | stats "
+    "[--per_shard])\n"
+    "       relayctl [--router A,B,...] kick ACCOUNT\n"
+    "       relayctl [--router A,B,...] end-session SESSION_ID\n"
     "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n"
-    "With mutual TLS: --grpc_tls_ca CA.pem --grpc_tls_cert operator.pem --grpc_tls_key operator.key\n";
+    "With mutual TLS: --grpc_tls_ca CA.pem --grpc_tls_cert operator.pem --grpc_tls_key operator.key\n"
+    "Every shard is asked (kick and end-session: the one that owns the account); exit code 3\n"
+    "when some shard did not answer (the answer is partial), 1 when none did.\n";
 
 }  // namespace
 

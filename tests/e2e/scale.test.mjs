@@ -3,8 +3,9 @@
 // sessions of the real MCP SDK client, all through nginx.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startStack, startProcess, binDir, waitUntil, tlsArgs } from './lib/stack.mjs';
@@ -12,6 +13,7 @@ import { startNginx } from './lib/nginx.mjs';
 import { ReconnectingTab } from './lib/tab.mjs';
 
 const ACCOUNTS = Array.from({ length: 20 }, (_, i) => `acct${String(i).padStart(2, '0')}`);
+const execFileAsync = promisify(execFile);
 let stack, nginx, url;
 const tabs = new Map();  // account -> ReconnectingTab
 const agents = [];       // { account, client, transport, sessionId }
@@ -96,6 +98,41 @@ test('5,000 tool calls through nginx: none answered by another account, none los
     assert.equal(received.length, 250, account);
     assert.equal(new Set(received.map((p) => `${p.arguments.agent}#${p.arguments.seq}`)).size, 250, account);
   }
+});
+
+test('relayctl across shards: one list of every tab, each account on the shard the gateways chose; a shard down makes the answer partial', async () => {
+  const shards = stack.routers.map((r) => `127.0.0.1:${r.port}`);
+  const relayctl = async (...args) => {
+    try {
+      const { stdout, stderr } = await execFileAsync(join(binDir, 'relayctl'), args);
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      return { code: error.code, stdout: error.stdout, stderr: error.stderr };
+    }
+  };
+  const all = await relayctl(`--router=${shards.join(',')}`, '--json', 'tabs');
+  assert.equal(all.code, 0, all.stderr);
+  const listed = JSON.parse(all.stdout);
+  assert.deepEqual(listed.map((t) => t.account).sort(), [...ACCOUNTS].sort());
+  // Each tab is listed by the shard that holds it, and that is the one each shard alone lists.
+  for (const [i, shard] of shards.entries()) {
+    const alone = JSON.parse((await relayctl(`--router=${shard}`, '--json', 'tabs')).stdout).map((t) => t.account).sort();
+    assert.deepEqual(listed.filter((t) => t.shard === shard).map((t) => t.account).sort(), alone, `shard ${i}`);
+  }
+  // RELAY_ROUTER_ADDRS, the gateways' own list, is the default.
+  const fromEnv = await execFileAsync(join(binDir, 'relayctl'), ['--json', 'stats'], { env: { ...process.env, RELAY_ROUTER_ADDRS: shards.join(',') } });
+  const summed = JSON.parse(fromEnv.stdout);
+  assert.equal(summed.tabs, ACCOUNTS.length);
+  assert.equal(summed.links, stack.gateways.length * shards.length);
+  const perShard = JSON.parse((await relayctl(`--router=${shards.join(',')}`, '--json', '--per_shard', 'stats')).stdout);
+  assert.equal(Object.values(perShard.shards).reduce((n, s) => n + s.tabs, 0), summed.tabs);
+  // A shard that cannot be reached is named, and the exit code says the answer is partial.
+  const partial = await relayctl(`--router=${shards[0]},127.0.0.1:1`, '--json', 'tabs');
+  assert.equal(partial.code, 3);
+  assert.match(partial.stderr, /router 127\.0\.0\.1:1 did not answer/);
+  assert.match(partial.stderr, /partial answer: 1 of 2 router shards did not answer/);
+  assert.ok(JSON.parse(partial.stdout).length > 0);
+  assert.equal((await relayctl('--router=127.0.0.1:1', 'tabs')).code, 1);
 });
 
 test('kill -9 of a gateway under load: its tabs are back within 5 s, sessions keep their ids, nothing hangs', async () => {
