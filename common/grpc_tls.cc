@@ -1,16 +1,13 @@
 #include "common/grpc_tls.h"
 
-#include <sys/stat.h>
-
-#include <fstream>
-#include <sstream>
-
+#include <grpc/grpc_security_constants.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/secret_file.h"
 
 ABSL_FLAG(std::string, grpc_tls_ca, "",
           "PEM file of the CA that signs every service's certificate; with --grpc_tls_cert "
@@ -25,26 +22,17 @@ namespace relay::common {
 
 namespace {
 
-// Set when this process serves over TLS: then methods check roles.
-bool g_tls_server = false;
-
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path,
                                     bool private_key) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
+  absl::StatusOr<std::string> content = ReadFileChecked(path, private_key);
+  if (!content.ok()) {
+    return absl::Status(content.status().code(),
+                        absl::StrCat("--", flag, ": ", content.status().message()));
   }
-  if (private_key && (info.st_mode & 077) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "--", flag, ": ", path, " is readable by other users; run: chmod 600 ", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (!in || content.str().find("-----BEGIN") == std::string::npos) {
+  if (content->find("-----BEGIN") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", path, " is not PEM"));
   }
-  return content.str();
+  return content;
 }
 
 }  // namespace
@@ -85,7 +73,6 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const GrpcTls& tls) {
   if (!tls.enabled()) {
     return grpc::InsecureServerCredentials();
   }
-  g_tls_server = true;
   grpc::SslServerCredentialsOptions options(
       GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   options.pem_root_certs = tls.ca_pem;
@@ -114,7 +101,18 @@ std::string CallerRole(const grpc::ServerContextBase& context) {
 }
 
 bool CallerIs(const grpc::ServerContextBase& context, absl::string_view role) {
-  return !g_tls_server || CallerRole(context) == role;
+  // Decided per call from its own transport, not from how the process was
+  // started: a call over plaintext can only reach a server that serves
+  // plaintext (which warned at start); any other transport needs the role.
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth != nullptr) {
+    std::vector<grpc::string_ref> type =
+        auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+    if (type.size() == 1 && type.front() == "insecure") {
+      return true;
+    }
+  }
+  return CallerRole(context) == role;
 }
 
 grpc::Status DeniedUnless(absl::string_view role, absl::string_view method) {

@@ -44,8 +44,9 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const GrpcTls& tls)
 // The caller's role: the common name of the certificate it presented (which
 // the server has verified against the CA); empty over plaintext.
 std::string CallerRole(const grpc::ServerContextBase& context);
-// Whether the caller may call a method for role: always over plaintext (the
-// process warned at start), else when its certificate's role is role.
+// Whether the caller may call a method for role: over plaintext always (only a
+// server started without TLS, which warned, takes plaintext calls), over TLS
+// when its certificate's role is role.
 bool CallerIs(const grpc::ServerContextBase& context, absl::string_view role);
 // The PERMISSION_DENIED answer for a caller without role.
 grpc::Status DeniedUnless(absl::string_view role, absl::string_view method);

@@ -2,30 +2,46 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
+#include <cstdio>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace relay::common {
 
+absl::StatusOr<std::string> ReadFileChecked(const std::string& path, bool private_file) {
+  // Opened first, then its mode read from the open file: what is checked is
+  // what is read.
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  }
+  struct stat info;
+  if (private_file && fstat(fileno(file), &info) == 0 && (info.st_mode & 077) != 0) {
+    std::fclose(file);
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, " is readable by other users; run: chmod 600 ", path));
+  }
+  std::string content;
+  char buffer[4096];
+  for (size_t n; content.size() < (1 << 20) &&
+                 (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) {
+    content.append(buffer, n);
+  }
+  std::fclose(file);
+  return content;
+}
+
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   if (path.empty()) {
     return absl::InvalidArgumentError("no secret file configured");
   }
-  struct stat info;
-  if (stat(path.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "secret file ", path, " is readable by other users; run: chmod 600 ", path));
+  absl::StatusOr<std::string> content = ReadFileChecked(path, /*private_file=*/true);
+  if (!content.ok()) {
+    return absl::Status(content.status().code(),
+                        absl::StrCat("secret file: ", content.status().message()));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read secret file ", path));
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  std::string secret(absl::StripAsciiWhitespace(content.str()));
+  std::string secret(absl::StripAsciiWhitespace(*content));
   if (secret.size() < kMinSecretChars) {
     return absl::InvalidArgumentError(absl::StrCat(
         "secret file ", path, " holds fewer than ", kMinSecretChars,

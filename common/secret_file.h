@@ -7,6 +7,11 @@
 
 namespace relay::common {
 
+// Reads a whole file (at most 1 MiB). When private_file, refuses a file that
+// group or others may read ("run: chmod 600 ..."), checking the mode of the
+// file it opened. Errors name the path, never the content.
+absl::StatusOr<std::string> ReadFileChecked(const std::string& path, bool private_file);
+
 // The shortest secret accepted (32 hex digits are 128 bits).
 inline constexpr size_t kMinSecretChars = 32;
 

@@ -51,7 +51,12 @@ std::vector<std::string> Shards() {
     const char* env = std::getenv("RELAY_ROUTER_ADDRS");
     list = env != nullptr && *env != '\0' ? env : "127.0.0.1:7001";
   }
-  return relay::common::SplitList(list);
+  std::vector<std::string> shards = relay::common::SplitList(list);
+  if (shards.empty()) {
+    std::cerr << "relayctl: no router address; give --router A,B,... or RELAY_ROUTER_ADDRS\n";
+    std::exit(2);
+  }
+  return shards;
 }
 
 // Exit codes: every shard answered; some did not (the answer is partial);
@@ -168,6 +173,9 @@ int Stats() {
       value = value.get<uint64_t>() + one[key].get<uint64_t>();
     }
     shards[shard] = std::move(one);
+  }
+  if (answers.answered.empty()) {
+    return kExitFailed;  // no figures rather than zeros
   }
   bool per_shard = absl::GetFlag(FLAGS_per_shard);
   if (absl::GetFlag(FLAGS_json)) {

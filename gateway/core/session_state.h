@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <list>
@@ -22,7 +23,7 @@ namespace relay::gateway {
 class EndedSessions {
  public:
   explicit EndedSessions(size_t per_account = 64, size_t accounts = 10000)
-      : per_account_(per_account), max_accounts_(accounts) {}
+      : per_account_(std::max<size_t>(per_account, 1)), max_accounts_(std::max<size_t>(accounts, 1)) {}
   void Add(const std::string& session) ABSL_LOCKS_EXCLUDED(mu_);
   bool Contains(const std::string& session) const ABSL_LOCKS_EXCLUDED(mu_);
 

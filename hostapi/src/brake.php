@@ -34,6 +34,7 @@ final class Brake
     /** Records a wrong token from the address; locks it at the fifth within the window. */
     public function fail(string $address): void
     {
+        $this->purgeStale();
         $this->store->mutate('brake', self::name($address) . '.json', function (string $raw): string {
             $now = time();
             $record = json_decode($raw, true);
@@ -50,6 +51,21 @@ final class Brake
             }
             return json_encode(['failures' => $failures, 'lockedUntil' => $lockedUntil], JSON_THROW_ON_ERROR) . "\n";
         });
+    }
+
+    /** At most every 5 minutes: forgets records with no failure in the window and no lock. */
+    private function purgeStale(): void
+    {
+        if (!$this->store->due('purge-brake', 300)) {
+            return;
+        }
+        $now = time();
+        foreach ($this->store->all('brake') as $name => $record) {
+            $latest = max(array_map('intval', (array) ($record['failures'] ?? [])) ?: [0]);
+            if ((int) ($record['lockedUntil'] ?? 0) <= $now && $latest <= $now - self::WINDOW) {
+                $this->store->delete('brake', $name);
+            }
+        }
     }
 
     private static function name(string $address): string

@@ -45,7 +45,10 @@ final class Api
         // from one address within 15 minutes hold that pair off for 15 minutes (a guesser
         // cannot lock an account out for people elsewhere; behind a proxy every person
         // shares its address, and the pair is then the account).
-        $brakeKey = 'login ' . Brake::normalise($request->clientAddress) . ' ' . (is_string($name) ? strtolower($name) : '');
+        // Names of no account share one record per address, so that made-up names cannot
+        // fill the disk with brake records.
+        $known = is_string($name) && $this->users->get($name) !== null;
+        $brakeKey = 'login ' . Brake::normalise($request->clientAddress) . ' ' . ($known ? strtolower($name) : '*');
         $locked = $this->brake->lockedFor($brakeKey);
         if ($locked > 0) {
             throw new HttpError(429, 'too many wrong passwords; try again later', ['Retry-After' => (string) $locked]);

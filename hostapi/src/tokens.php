@@ -139,10 +139,11 @@ final class Tokens
     /** Removes every token file of the account (password change, deletion). */
     public function deleteAllOf(string $userName): void
     {
-        foreach ($this->indexOf($userName) as $hash) {
+        $hashes = $this->indexOf($userName);
+        foreach ($hashes as $hash) {
             $this->store->delete('tokens', $hash);
         }
-        $this->store->delete('token-index', self::indexName($userName));
+        $this->changeIndex($userName, fn(array $known): array => array_diff($known, $hashes));
     }
 
     /**

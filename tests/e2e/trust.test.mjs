@@ -116,12 +116,16 @@ test('a private key readable by others is refused at start, with the fix', async
   }
 });
 
-test('without TLS flags a service warns loudly at start', async () => {
+test('without TLS flags a service warns loudly at start, and serves plaintext callers', async () => {
   const router = startProcess('router-plaintext', join(binDir, 'relay-router'), ['--listen=127.0.0.1:0'], {
     env: { RELAY_GRPC_TLS_CA: '', RELAY_GRPC_TLS_CERT: '', RELAY_GRPC_TLS_KEY: '' },
   });
   try {
+    const port = await router.listeningPort();
     await router.waitForLine((l) => l.includes('gRPC without TLS') && l.includes('open to anyone'), 'the warning');
+    const stats = await relayctl({}, `--router=127.0.0.1:${port}`, '--json', 'stats');
+    assert.equal(stats.code, 0, stats.stderr);
+    assert.equal(JSON.parse(stats.stdout).links, 0);
   } finally {
     await router.stop();
   }
