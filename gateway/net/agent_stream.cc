@@ -14,8 +14,6 @@ namespace beast = boost::beast;
 
 namespace {
 
-// Unwritten output one stream may hold (events an agent does not read).
-constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
 }  // namespace
 
@@ -24,7 +22,7 @@ AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, Connec
     : stream_(std::move(stream)), state_(state), slot_(std::move(slot)),
       account_(std::move(account)), session_(std::move(session)),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
-           kMaxQueuedBytes) {}
+           MaxQueuedBytes(state.options)) {}
 
 void AgentStream::Run(uint64_t last_event_id) {
   stream_.expires_never();
@@ -50,6 +48,7 @@ void AgentStream::WatchPeer() {
           // The agent went away: so does the stream.
           self->Unregister();
           self->ended_ = true;
+          self->ending_ = true;
           self->out_.Stop();
           beast::error_code ignored;
           self->stream_.socket().close(ignored);
@@ -62,7 +61,7 @@ void AgentStream::WatchPeer() {
 void AgentStream::PostEvent(uint64_t event_id, std::string message) {
   asio::post(stream_.get_executor(),
              [self = shared_from_this(), event_id, message = std::move(message)] {
-               if (!self->ended_) {
+               if (!self->ending_) {
                  self->out_.SendEvent(message, event_id);
                }
              });
@@ -74,7 +73,7 @@ void AgentStream::PostNotice(std::string message) {
 
 void AgentStream::PostReannounce(size_t shard) {
   asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
-    if (!self->ended_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
+    if (!self->ending_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
         self->state_.router->ShardOf(self->account_) == shard) {
       self->state_.router->Send(self->account_, StreamOpenEvent(self->stream_id_, self->account_,
                                                                 self->session_, 0));
@@ -95,9 +94,10 @@ void AgentStream::PostGoingAway() {
 }
 
 void AgentStream::End() {
-  if (ended_) {
-    return;
+  if (ending_) {
+    return;  // the last chunk is queued already: nothing may follow it
   }
+  ending_ = true;
   Unregister();
   out_.EndSse(/*keep_alive=*/false);  // OnResponseWritten closes
 }
@@ -112,6 +112,7 @@ void AgentStream::OnResponseWritten(AfterResponse) {
 
 void AgentStream::OnWriteFailed() {
   ended_ = true;
+  ending_ = true;
   Unregister();
 }
 

@@ -61,7 +61,8 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   ResponseWriter out_;
   std::string scratch_;  // what the agent sends on a stream is read and dropped
   uint64_t stream_id_ = 0;
-  bool ended_ = false;
+  bool ending_ = false;   // the last chunk is queued: nothing more is
+  bool ended_ = false;    // written, or the connection is gone
   bool closing_ = false;  // the last chunk is written; the watch is being stopped
 };
 

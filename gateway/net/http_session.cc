@@ -29,8 +29,6 @@ namespace {
 // A forwarded call starts watching for its agent going away after this.
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
-// Unwritten output one agent connection may hold (events of a call it does not read).
-constexpr size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
 }  // namespace
 
@@ -41,7 +39,7 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
           {absl::ToChronoMilliseconds(state.options.header_timeout),
            absl::ToChronoMilliseconds(state.options.idle_timeout)}),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
-           kMaxQueuedBytes),
+           MaxQueuedBytes(state.options)),
       timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {

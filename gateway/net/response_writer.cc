@@ -1,5 +1,6 @@
 #include "gateway/net/response_writer.h"
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -108,6 +109,10 @@ void ResponseWriter::OnWrite(beast::error_code ec, size_t) {
     then_.reset();
     owner_.OnResponseWritten(next);
   }
+}
+
+size_t MaxQueuedBytes(const GatewayOptions& options) {
+  return std::max<size_t>(16 << 20, options.max_tab_message_bytes + (1 << 20));
 }
 
 namespace {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "gateway/core/http_framing.h"
+#include "gateway/net/gateway_state.h"
 
 namespace relay::gateway {
 
@@ -68,6 +69,10 @@ class ResponseWriter {
   bool sse_ = false;
   bool stopped_ = false;
 };
+
+// Unwritten output one agent connection may hold before it counts as not
+// reading: 16 MiB, and always room for the largest tab answer with its framing.
+size_t MaxQueuedBytes(const GatewayOptions& options);
 
 // Ends a connection without losing its last answer: shuts the send side, then
 // reads and drops what the peer still sends for up to two seconds, because

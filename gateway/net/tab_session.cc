@@ -161,6 +161,10 @@ void TabSession::PostAccepted(uint32_t agents) {
     }
     self->phase_ = State::kLive;
     self->hello_timer_.cancel();
+    // Counted first: a send below may find the tab not reading and clean up,
+    // which must count it gone.
+    self->state_.metrics.tabs_connected.Add();
+    self->counted_ = true;
     self->Send(EncodeHelloAnswer(nlohmann::json::parse(self->hello_id_, nullptr, false),
                                  self->announcement_.account, self->announcement_.role,
                                  absl::StrCat("t-", self->state_.gateway_id, "-", self->tab_id_),
@@ -171,8 +175,6 @@ void TabSession::PostAccepted(uint32_t agents) {
     for (const TabCalls::Call& call : self->calls_.Release()) {
       self->Send(EncodeRequest(call.id, call.method, call.params));
     }
-    self->state_.metrics.tabs_connected.Add();
-    self->counted_ = true;
     common::LogInfo("tab connected", {{"tab", self->tab_id_},
                                       {"client", self->announcement_.client_name}});
   });
