@@ -1,0 +1,308 @@
+#include "gateway/rpc/router_shard.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "gateway/rpc/channel.h"
+
+namespace relay::gateway {
+
+using relay::v1::GatewayEvent;
+using relay::v1::RouterBatch;
+using relay::v1::RouterCommand;
+
+namespace {
+
+ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
+  ForwardOutcome outcome;
+  switch (done.outcome_case()) {
+    case relay::v1::CallDone::kResult:
+      outcome.kind = ForwardOutcome::Kind::kResult;
+      outcome.payload = std::move(*done.mutable_result());
+      outcome.view_line = std::move(*done.mutable_view_line());
+      return outcome;
+    case relay::v1::CallDone::kError:
+      outcome.kind = ForwardOutcome::Kind::kError;
+      outcome.payload = std::move(*done.mutable_error());
+      return outcome;
+    case relay::v1::CallDone::kFailure:
+    case relay::v1::CallDone::OUTCOME_NOT_SET:
+      break;
+  }
+  switch (done.failure().reason()) {
+    case relay::v1::Failure::REASON_NO_TAB:
+      outcome.kind = ForwardOutcome::Kind::kNoTab;
+      break;
+    case relay::v1::Failure::REASON_DISPLACED:
+      outcome.kind = ForwardOutcome::Kind::kDisplaced;
+      break;
+    case relay::v1::Failure::REASON_CANCELLED:
+      outcome.kind = ForwardOutcome::Kind::kCancelled;
+      break;
+    case relay::v1::Failure::REASON_SESSION_ENDED:
+      outcome.kind = ForwardOutcome::Kind::kSessionEnded;
+      break;
+    case relay::v1::Failure::REASON_TOO_MANY_CALLS:
+      outcome.kind = ForwardOutcome::Kind::kTooManyCalls;
+      break;
+    default:
+      outcome.kind = ForwardOutcome::Kind::kTabGone;
+      break;
+  }
+  return outcome;
+}
+
+}  // namespace
+
+RouterShard::RouterShard(size_t index, const std::string& address, const common::GrpcTls& tls,
+                         std::string gateway_id, RouterCommandSink& sink,
+                         std::atomic<uint64_t>& next_ref, common::CqLoop& loop,
+                         const Deferrer& defer)
+    : index_(index), address_(address), gateway_id_(std::move(gateway_id)), sink_(sink),
+      next_ref_(next_ref), loop_(loop), defer_(defer),
+      stub_(relay::v1::Router::NewStub(MakeChannel(address, tls))) {}
+
+void RouterShard::Link() {
+  RouterLink* link;
+  {
+    absl::MutexLock lock(&mu_);
+    alarm_pending_ = false;
+    if (stopping_) {
+      return;
+    }
+    // Published, with its hello first in its queue, before the stream
+    // starts: nothing it does can run before link_ names it.
+    link = new RouterLink(*this, *stub_, loop_, defer_);
+    link_ = link;
+    GatewayEvent hello;
+    hello.mutable_hello()->set_gateway_id(gateway_id_);
+    link->Send(std::move(hello));
+  }
+  link->Start();
+  // Announces this gateway's tabs of this shard; they queue behind the hello.
+  sink_.OnLinkUp(index_);
+}
+
+bool RouterShard::Send(GatewayEvent&& event) {
+  absl::MutexLock lock(&mu_);
+  return link_ != nullptr && link_->Send(std::move(event));
+}
+
+uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter) {
+  if (!up_.load()) {
+    // An agent must hear at once that its shard is down.
+    waiter->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+    return 0;
+  }
+  uint64_t ref = next_ref_.fetch_add(1);
+  {
+    absl::MutexLock lock(&calls_mu_);
+    calls_.emplace(ref, std::move(waiter));
+  }
+  GatewayEvent event;
+  auto* start = event.mutable_call_start();
+  start->set_call_ref(ref);
+  start->set_account(std::move(request.account));
+  start->set_session_id(std::move(request.session_id));
+  start->set_method(std::move(request.method));
+  start->set_params(std::move(request.params));
+  start->set_request_id(std::move(request.request_id));
+  start->set_progress_token(std::move(request.progress_token));
+  if (!Send(std::move(event))) {
+    // The link ended just now; if its end has not failed this call yet, we do.
+    if (auto taken = Take(ref)) {
+      taken->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+    }
+  }
+  return ref;
+}
+
+void RouterShard::Cancel(uint64_t ref, RouterClient::CancelReason reason) {
+  std::shared_ptr<CallWaiter> waiter = Take(ref);
+  if (waiter == nullptr) {
+    return;  // it ended meanwhile
+  }
+  GatewayEvent event;
+  event.mutable_call_cancel()->set_call_ref(ref);
+  ForwardOutcome::Kind kind = ForwardOutcome::Kind::kCancelled;
+  switch (reason) {
+    case RouterClient::CancelReason::kDeadline:
+      event.mutable_call_cancel()->set_reason("the call's deadline passed");
+      kind = ForwardOutcome::Kind::kTimeout;
+      break;
+    case RouterClient::CancelReason::kShutdown:
+      event.mutable_call_cancel()->set_reason("the agent's gateway is shutting down");
+      kind = ForwardOutcome::Kind::kShuttingDown;
+      break;
+    case RouterClient::CancelReason::kAgentGone:
+      event.mutable_call_cancel()->set_reason("the agent cancelled the request");
+      break;
+  }
+  Send(std::move(event));
+  waiter->OnCallDone(ForwardOutcome{kind, {}, {}});
+}
+
+size_t RouterShard::CallsInFlight() {
+  absl::MutexLock lock(&calls_mu_);
+  return calls_.size();
+}
+
+void RouterShard::CancelAll(RouterClient::CancelReason reason) {
+  std::vector<uint64_t> refs;
+  {
+    absl::MutexLock lock(&calls_mu_);
+    for (const auto& [ref, waiter] : calls_) {
+      refs.push_back(ref);
+    }
+  }
+  for (uint64_t ref : refs) {
+    Cancel(ref, reason);
+  }
+}
+
+void RouterShard::OnBatch(RouterBatch& batch) {
+  for (RouterCommand& command : *batch.mutable_commands()) {
+    switch (command.command_case()) {
+      case RouterCommand::kCallEvent:
+        OnCallEvent(*command.mutable_call_event());
+        break;
+      case RouterCommand::kCallDone:
+        OnCallDone(*command.mutable_call_done());
+        break;
+      default:
+        sink_.OnCommand(command);
+        break;
+    }
+  }
+}
+
+void RouterShard::OnCallEvent(relay::v1::CallEvent& event) {
+  // Under the lock: a Cancel on another thread takes the call only after
+  // this event is handed over, so the waiter hears it before the end.
+  // (OnCallEvent only posts to the waiter's executor.)
+  absl::MutexLock lock(&calls_mu_);
+  auto it = calls_.find(event.call_ref());
+  if (it != calls_.end()) {
+    it->second->OnCallEvent(std::move(*event.mutable_message()));
+  }
+}
+
+void RouterShard::OnCallDone(relay::v1::CallDone& done) {
+  if (std::shared_ptr<CallWaiter> waiter = Take(done.call_ref())) {
+    waiter->OnCallDone(ToOutcome(done));
+  }
+}
+
+void RouterShard::OnLinkEnded(RouterLink* link, const grpc::Status& status) {
+  bool stopping;
+  {
+    absl::MutexLock lock(&mu_);
+    if (link_ == link) {
+      up_.store(false);
+    }
+    stopping = stopping_;
+  }
+  // Every call sent on it is lost: the router that held it is gone, or has
+  // cancelled it at its tab. (New calls fail at once: the link is not up.)
+  absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> lost;
+  {
+    absl::MutexLock lock(&calls_mu_);
+    lost.swap(calls_);
+  }
+  for (auto& [ref, waiter] : lost) {
+    waiter->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+  }
+  if (!stopping) {
+    common::LogWarn("router link ended",
+                    {{"router", address_}, {"error", status.error_message()}});
+    sink_.OnLinkDown(index_);
+  }
+  // Last: Stop() waits for link_ to be cleared, and then the shard may go.
+  absl::MutexLock lock(&mu_);
+  if (link_ == link) {
+    link_ = nullptr;
+  }
+  if (stopping_) {
+    return;
+  }
+  backoff_ = backoff_ == absl::ZeroDuration() ? absl::Milliseconds(100)
+                                              : std::min(backoff_ * 2, absl::Seconds(1));
+  if (status.ok() || status.error_code() != grpc::StatusCode::UNAVAILABLE) {
+    backoff_ = absl::Milliseconds(100);
+  }
+  ScheduleRelinkLocked();
+}
+
+void RouterShard::OnLinkEstablished() {
+  absl::MutexLock lock(&mu_);
+  backoff_ = absl::ZeroDuration();
+  up_.store(true);
+}
+
+bool RouterShard::Flushed() {
+  absl::MutexLock lock(&mu_);
+  return link_ == nullptr || link_->Flushed();
+}
+
+void RouterShard::Stop() {
+  RouterLink* link;
+  grpc::Alarm* alarm;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // from here no link or alarm is made
+    link = link_;
+    if (link != nullptr) {
+      link->Ref();
+    }
+    alarm = alarm_.get();
+  }
+  // Outside the lock: a cancel may run the reactions it causes at once.
+  if (alarm != nullptr) {
+    alarm->Cancel();
+  }
+  if (link != nullptr) {
+    link->Cancel();
+    link->Unref();
+  }
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](RouterShard* shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard->mu_) {
+        return shard->link_ == nullptr && !shard->alarm_pending_;
+      },
+      this));
+}
+
+std::shared_ptr<CallWaiter> RouterShard::Take(uint64_t ref) {
+  absl::MutexLock lock(&calls_mu_);
+  auto it = calls_.find(ref);
+  if (it == calls_.end()) {
+    return nullptr;
+  }
+  std::shared_ptr<CallWaiter> waiter = std::move(it->second);
+  calls_.erase(it);
+  return waiter;
+}
+
+void RouterShard::ScheduleRelinkLocked() {
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  absl::Duration wait = backoff_ * jitter(rng_);
+  alarm_ = std::make_unique<grpc::Alarm>();
+  alarm_pending_ = true;
+  alarm_->Set(loop_.cq(), absl::ToChronoTime(absl::Now() + wait),
+              static_cast<common::CqTag*>(&relink_));
+}
+
+void RouterShard::OnRelinkAlarm(bool fired) {
+  if (fired) {
+    return Link();  // clears alarm_pending_ where it publishes the link
+  }
+  absl::MutexLock lock(&mu_);
+  alarm_pending_ = false;
+}
+
+}  // namespace relay::gateway

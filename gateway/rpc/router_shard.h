@@ -1,0 +1,101 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+
+#include <grpcpp/alarm.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/cq_loop.h"
+#include "common/grpc_tls.h"
+#include "gateway/rpc/grpc_clients.h"
+#include "gateway/rpc/router_link.h"
+#include "relay/v1/router.grpc.pb.h"
+
+namespace relay::gateway {
+
+// One router shard as a gateway sees it: its link (RouterLink), relinked with
+// jittered backoff (100 ms doubling to 1 s) whenever it ends, and the calls
+// this gateway's agents have in flight on it, each with its waiter. A call's
+// own events go to its waiter; every other command to the sink. When the link
+// ends every call still waiting fails (the router that held it is gone or has
+// cancelled it at its tab). Thread-safe: I/O threads send and forward, the
+// CqLoop thread reads and relinks. Included by grpc_router_client.cc only
+// (it brings gRPC's headers).
+class RouterShard final : public RouterLinkOwner {
+ public:
+  RouterShard(size_t index, const std::string& address, const common::GrpcTls& tls,
+              std::string gateway_id, RouterCommandSink& sink, std::atomic<uint64_t>& next_ref,
+              common::CqLoop& loop, const Deferrer& defer);
+
+  // Starts a link (at start, and from the relink alarm).
+  void Link() ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool Send(relay::v1::GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter)
+      ABSL_LOCKS_EXCLUDED(calls_mu_);
+
+  void Cancel(uint64_t ref, RouterClient::CancelReason reason);
+
+  size_t CallsInFlight() ABSL_LOCKS_EXCLUDED(calls_mu_);
+
+  void CancelAll(RouterClient::CancelReason reason) ABSL_LOCKS_EXCLUDED(calls_mu_);
+
+  // The one place where the router's commands are told apart: a call's own
+  // events go to its waiter, the rest to the gateway's sessions.
+  void OnBatch(relay::v1::RouterBatch& batch) override;
+
+  void OnCallEvent(relay::v1::CallEvent& event) ABSL_LOCKS_EXCLUDED(calls_mu_);
+
+  void OnCallDone(relay::v1::CallDone& done);
+
+  void OnLinkEnded(RouterLink* link, const grpc::Status& status) override
+      ABSL_LOCKS_EXCLUDED(mu_, calls_mu_);
+
+  void OnLinkEstablished() override ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool up() const { return up_.load(); }
+
+  bool Flushed() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Stops relinking, ends the link and waits until it has ended, so that no
+  // reaction runs after the client is gone.
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  std::shared_ptr<CallWaiter> Take(uint64_t ref) ABSL_LOCKS_EXCLUDED(calls_mu_);
+
+  void ScheduleRelinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The relink alarm's tag: fired (link again) or cancelled by Stop.
+  void OnRelinkAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const size_t index_;
+  const std::string address_;
+  const std::string gateway_id_;
+  RouterCommandSink& sink_;
+  std::atomic<uint64_t>& next_ref_;
+  common::CqLoop& loop_;
+  const Deferrer& defer_;
+  std::unique_ptr<relay::v1::Router::Stub> stub_;
+  common::CallbackTag relink_{[this](bool fired) { OnRelinkAlarm(fired); }};
+  absl::Mutex mu_;
+  RouterLink* link_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::atomic<bool> up_{false};
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
+  bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
+  std::mt19937 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
+  absl::Mutex calls_mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> calls_ ABSL_GUARDED_BY(calls_mu_);};
+
+}  // namespace relay::gateway
