@@ -51,17 +51,12 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
   }
   // The request (and so the token) lives until Finish; the cache keeps only the hash.
   auto fetch = [this, request](VerifyCache::Done done) {
-    upstream_requests_.Add();
     nlohmann::json body = {{"token", request->token()}, {"address", request->address()}};
-    host_api_.Post("agent/verify", body.dump(),
-                   [done = std::move(done)](absl::StatusOr<HostReply> reply) {
-                     done(reply.ok() ? InterpretHostReply(*reply) : reply.status());
-                   });
+    Ask("agent/verify", body.dump(), std::move(done));
   };
   cache_.Verify(common::Sha256Hex(request->token()), fetch,
                 [this, reactor, response](const VerifyCache::Result& answer) {
                   if (!answer.ok()) {
-                    CountFailure(answer.status());
                     reactor->Finish(UpstreamFailure(answer.status()));
                     return;
                   }
@@ -91,12 +86,9 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
     return reactor;
   }
   redeem_requests_.Add();
-  upstream_requests_.Add();
   nlohmann::json body = {{"ticket", request->ticket()}};
-  host_api_.Post("agent/redeem", body.dump(), [this, reactor, response](absl::StatusOr<HostReply> reply) {
-    auto answer = reply.ok() ? InterpretHostReply(*reply) : reply.status();
+  Ask("agent/redeem", body.dump(), [reactor, response](absl::StatusOr<HostAnswer> answer) {
     if (!answer.ok()) {
-      CountFailure(answer.status());
       reactor->Finish(UpstreamFailure(answer.status()));
       return;
     }
@@ -110,12 +102,25 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
   return reactor;
 }
 
-void AuthService::CountFailure(const absl::Status& status) {
-  if (absl::IsResourceExhausted(status)) {
-    upstream_refused_.Add();  // --max_pending_upstream: never sent
-  } else {
-    upstream_failures_.Add();
-  }
+void AuthService::Ask(const std::string& route, const std::string& body,
+                      std::function<void(absl::StatusOr<HostAnswer>)> done) {
+  upstream_requests_.Add();
+  absl::Time started = absl::Now();
+  host_api_.Post(route, body, [this, started, done = std::move(done)](
+                                  absl::StatusOr<HostReply> reply) {
+    if (!reply.ok()) {
+      // Never sent (--max_pending_upstream), or no answer in time.
+      (absl::IsResourceExhausted(reply.status()) ? upstream_refused_ : upstream_unreachable_)
+          .Add();
+      return done(reply.status());
+    }
+    upstream_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - started));
+    absl::StatusOr<HostAnswer> answer = InterpretHostReply(*reply);
+    if (!answer.ok()) {
+      upstream_bad_answers_.Add();
+    }
+    done(std::move(answer));
+  });
 }
 
 std::string AuthService::RenderMetrics() const {
@@ -127,11 +132,62 @@ std::string AuthService::RenderMetrics() const {
   text.Add("relay_authsvc_upstream_requests_total", "Requests sent to the host API.", "counter",
            upstream_requests_.value());
   text.Add("relay_authsvc_upstream_failures_total",
-           "Host API requests that got no usable answer.", "counter", upstream_failures_.value());
+           "Host API requests that got no usable answer, by kind.", "counter",
+           upstream_unreachable_.value(), "kind=\"unreachable\"");
+  text.Add("relay_authsvc_upstream_failures_total", "", "counter",
+           upstream_bad_answers_.value(), "kind=\"bad_answer\"");
   text.Add("relay_authsvc_upstream_refused_total",
            "Verifications refused at once because --max_pending_upstream requests waited.",
            "counter", upstream_refused_.value());
+  text.AddHistogram("relay_authsvc_upstream_duration_seconds",
+                    "Host API requests that were answered, by how long they took.",
+                    upstream_seconds_);
+  VerifyCache::Stats cache = cache_.stats();
+  text.Add("relay_authsvc_cache_entries", "Verdicts cached.", "gauge", cache.entries);
+  text.Add("relay_authsvc_cache_lookups_total", "Verifications, by how the cache answered them.",
+           "counter", cache.hits, "result=\"hit\"");
+  text.Add("relay_authsvc_cache_lookups_total", "", "counter", cache.negative_hits,
+           "result=\"negative_hit\"");
+  text.Add("relay_authsvc_cache_lookups_total", "", "counter", cache.misses, "result=\"miss\"");
+  text.Add("relay_authsvc_cache_lookups_total", "", "counter", cache.coalesced,
+           "result=\"coalesced\"");
+  {
+    absl::MutexLock lock(&watchers_mu_);
+    text.Add("relay_authsvc_revocation_watchers", "Gateways holding WatchRevocations open.",
+             "gauge", watchers_.size());
+  }
   return text.str();
+}
+
+grpc::ServerUnaryReactor* AuthService::GetStats(grpc::CallbackServerContext* context,
+                                                const relay::v1::GetAuthStatsRequest*,
+                                                relay::v1::AuthStats* response) {
+  auto* reactor = context->DefaultReactor();
+  if (!common::CallerIs(*context, common::kRoleOperator)) {
+    reactor->Finish(common::DeniedUnless(common::kRoleOperator, "Auth.GetStats"));
+    return reactor;
+  }
+  VerifyCache::Stats cache = cache_.stats();
+  response->set_cache_entries(cache.entries);
+  response->set_hits(cache.hits);
+  response->set_negative_hits(cache.negative_hits);
+  response->set_misses(cache.misses);
+  response->set_coalesced(cache.coalesced);
+  response->set_verify_requests(verify_requests_.value());
+  response->set_redeem_requests(redeem_requests_.value());
+  response->set_upstream_requests(upstream_requests_.value());
+  uint64_t answered = upstream_seconds_.count();
+  response->set_upstream_latency_avg_ms(answered == 0 ? 0 : upstream_seconds_.sum() * 1000 / answered);
+  response->set_upstream_latency_p99_ms(upstream_seconds_.Quantile(0.99) * 1000);
+  response->set_errors_unreachable(upstream_unreachable_.value());
+  response->set_errors_bad_answer(upstream_bad_answers_.value());
+  response->set_errors_queue_full(upstream_refused_.value());
+  {
+    absl::MutexLock lock(&watchers_mu_);
+    response->set_revocation_watchers(static_cast<uint32_t>(watchers_.size()));
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* context,

@@ -37,23 +37,31 @@ class AuthService final : public relay::v1::Auth::CallbackService {
       grpc::CallbackServerContext* context,
       const relay::v1::WatchRevocationsRequest* request) override;
 
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const relay::v1::GetAuthStatsRequest* request,
+                                     relay::v1::AuthStats* response) override;
+
   class Watcher;
 
  private:
+  // Sends one request to the host API, timed; done hears the interpreted answer.
+  void Ask(const std::string& route, const std::string& body,
+           std::function<void(absl::StatusOr<HostAnswer>)> done);
   void Publish(const relay::v1::Revocation& revocation) ABSL_LOCKS_EXCLUDED(watchers_mu_);
-  void CountFailure(const absl::Status& status);
   friend class Watcher;
   void RemoveWatcher(Watcher* watcher) ABSL_LOCKS_EXCLUDED(watchers_mu_);
 
-  absl::Mutex watchers_mu_;
+  mutable absl::Mutex watchers_mu_;
   absl::flat_hash_set<Watcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);
   HostApi& host_api_;
   VerifyCache& cache_;
   common::Counter verify_requests_;
   common::Counter redeem_requests_;
   common::Counter upstream_requests_;
-  common::Counter upstream_failures_;
-  common::Counter upstream_refused_;
+  common::Counter upstream_unreachable_;  // no HTTP answer in time
+  common::Counter upstream_bad_answers_;  // an answer the contract does not allow
+  common::Counter upstream_refused_;      // --max_pending_upstream requests waited
+  common::Histogram upstream_seconds_;
 };
 
 }  // namespace relay::authsvc

@@ -15,6 +15,7 @@ void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Do
       lru_.splice(lru_.begin(), lru_, it->second);
       cached = it->second->answer;
       cached->keep = it->second->expires - now;
+      ++(cached->kind == HostAnswer::Kind::kOk ? stats_.hits : stats_.negative_hits);
     } else {
       if (it != index_.end()) {
         EraseLocked(it->second);
@@ -25,6 +26,7 @@ void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Do
         pending->second.forget_epoch = forget_epoch_;
       }
       first = inserted;  // else another caller's request answers this one too
+      ++(first ? stats_.misses : stats_.coalesced);
     }
   }
   if (cached) {
@@ -92,6 +94,13 @@ size_t VerifyCache::ForgetToken(const std::string& token_sha256) {
   }
   EraseLocked(it->second);
   return 1;
+}
+
+VerifyCache::Stats VerifyCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  Stats stats = stats_;
+  stats.entries = lru_.size();
+  return stats;
 }
 
 size_t VerifyCache::size() const {

@@ -47,6 +47,15 @@ class VerifyCache {
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  struct Stats {
+    uint64_t entries = 0;
+    uint64_t hits = 0;           // answered by a cached yes
+    uint64_t negative_hits = 0;  // answered by a cached no
+    uint64_t misses = 0;         // started an upstream request
+    uint64_t coalesced = 0;      // waited for another caller's request
+  };
+  Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Entry {
     std::string key;
@@ -68,6 +77,7 @@ class VerifyCache {
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Pending> pending_ ABSL_GUARDED_BY(mu_);
   uint64_t forget_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace relay::authsvc

@@ -3,13 +3,19 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/commandlineflag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+
+ABSL_FLAG(std::string, log_level, "info",
+          "the least level logged: debug (adds a line per forwarded call), info, warn or error");
 
 namespace relay::common {
 
@@ -25,7 +31,13 @@ std::vector<char*> ParseFlagsWithEnv(int argc, char** argv) {
       Fatal("bad value in environment", {{"variable", env_name}, {"error", error}});
     }
   }
-  return absl::ParseCommandLine(argc, argv);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::optional<LogLevel> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!level) {
+    Fatal("bad --log_level: give debug, info, warn or error");
+  }
+  SetLogLevel(*level);
+  return positional;
 }
 
 std::vector<std::string> SplitList(const std::string& csv) {

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -33,11 +34,31 @@ absl::string_view LevelName(LogLevel level) {
   return "info";
 }
 
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+
 }  // namespace
+
+void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
+
+bool LogEnabled(LogLevel level) {
+  return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
+}
+
+std::optional<LogLevel> ParseLogLevel(absl::string_view name) {
+  for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
+    if (name == LevelName(level)) {
+      return level;
+    }
+  }
+  return std::nullopt;
+}
 
 void SetLogService(absl::string_view service) { Service() = std::string(service); }
 
 void Log(LogLevel level, absl::string_view msg, LogFields fields) {
+  if (!LogEnabled(level)) {
+    return;
+  }
   nlohmann::json line = nlohmann::json::object();
   line["ts"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
   line["level"] = std::string(LevelName(level));

@@ -3,6 +3,7 @@
 #include "absl/strings/string_view.h"
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,13 @@ using LogValue = std::variant<absl::string_view, int64_t, uint64_t, double, bool
 using LogFields = std::initializer_list<std::pair<absl::string_view, LogValue>>;
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
+
+// Lines below level are not written (info by default; --log_level sets it).
+void SetLogLevel(LogLevel level);
+// Whether a line of level would be written: callers building costly fields
+// for debug lines ask first.
+bool LogEnabled(LogLevel level);
+std::optional<LogLevel> ParseLogLevel(absl::string_view name);
 
 // Names the service in every line ("gateway", "router", ...). Call once in main.
 void SetLogService(absl::string_view service);

@@ -1,5 +1,7 @@
 #include "common/metrics.h"
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include <boost/asio/steady_timer.hpp>
@@ -11,8 +13,22 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace relay::common {
+
+namespace {
+
+// A sample's value in full: counters past a million must not turn into
+// "1.23457e+06" (absl::StrCat keeps six digits).
+std::string FormatValue(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 9007199254740992.0) {
+    return absl::StrCat(static_cast<int64_t>(value));
+  }
+  return absl::StrFormat("%.17g", value);
+}
+
+}  // namespace
 
 void MetricsText::Add(const std::string& name, const std::string& help, const std::string& type,
                       double value, const std::string& labels) {
@@ -21,7 +37,58 @@ void MetricsText::Add(const std::string& name, const std::string& help, const st
     last_name_ = name;
   }
   absl::StrAppend(&text_, name, labels.empty() ? "" : absl::StrCat("{", labels, "}"), " ",
-                  value, "\n");
+                  FormatValue(value), "\n");
+}
+
+void Histogram::Observe(double seconds) {
+  size_t i = 0;
+  while (i < kBuckets - 1 && seconds > kBounds[i]) {
+    ++i;
+  }
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<uint64_t>(std::max(0.0, seconds) * 1e9),
+                    std::memory_order_relaxed);
+}
+
+uint64_t Histogram::count() const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    total += bucket(i);
+  }
+  return total;
+}
+
+double Histogram::Quantile(double q) const {
+  uint64_t total = count();
+  if (total == 0) {
+    return 0;
+  }
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i + 1 < kBuckets; ++i) {
+    cumulative += bucket(i);
+    if (static_cast<double>(cumulative) >= q * static_cast<double>(total)) {
+      return kBounds[i];
+    }
+  }
+  return kBounds[kBuckets - 2];
+}
+
+void MetricsText::AddHistogram(const std::string& name, const std::string& help,
+                               const Histogram& histogram, const std::string& labels) {
+  if (name != last_name_) {
+    absl::StrAppend(&text_, "# HELP ", name, " ", help, "\n# TYPE ", name, " histogram\n");
+    last_name_ = name;
+  }
+  std::string prefix = labels.empty() ? "" : absl::StrCat(labels, ",");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < Histogram::kBuckets; ++i) {
+    cumulative += histogram.bucket(i);
+    std::string le = i + 1 < Histogram::kBuckets ? absl::StrCat(Histogram::kBounds[i]) : "+Inf";
+    absl::StrAppend(&text_, name, "_bucket{", prefix, "le=\"", le, "\"} ", cumulative, "\n");
+  }
+  std::string braces = labels.empty() ? "" : absl::StrCat("{", labels, "}");
+  absl::StrAppend(&text_, name, "_sum", braces, " ", FormatValue(histogram.sum()), "\n");
+  absl::StrAppend(&text_, name, "_count", braces, " ", cumulative, "\n");
 }
 
 namespace {

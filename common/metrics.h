@@ -21,11 +21,36 @@ class Counter {
   std::atomic<uint64_t> value_{0};
 };
 
+// A latency histogram in seconds with fixed buckets (0.5 ms to 30 s), cheap
+// enough for the hot path: two relaxed atomic adds per observation.
+class Histogram {
+ public:
+  static constexpr double kBounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                       0.25,   0.5,   1,      2.5,   5,    10,    30};
+  static constexpr size_t kBuckets = sizeof(kBounds) / sizeof(kBounds[0]) + 1;  // and +Inf
+
+  void Observe(double seconds);
+  // The upper bound of the bucket that holds the q-quantile (the largest
+  // finite bound for +Inf), 0 when nothing was observed.
+  double Quantile(double q) const;
+  uint64_t count() const;
+  // Per bucket (not cumulative) and the sum, as read now.
+  uint64_t bucket(size_t i) const { return buckets_[i].load(std::memory_order_relaxed); }
+  double sum() const { return static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9; }
+
+ private:
+  std::atomic<uint64_t> buckets_[kBuckets] = {};
+  std::atomic<uint64_t> sum_ns_{0};
+};
+
 // Builds the Prometheus text exposition format.
 class MetricsText {
  public:
   void Add(const std::string& name, const std::string& help, const std::string& type,
            double value, const std::string& labels = "");
+  // name_bucket{le=...}, name_sum and name_count, cumulative as Prometheus wants.
+  void AddHistogram(const std::string& name, const std::string& help, const Histogram& histogram,
+                    const std::string& labels = "");
   std::string str() const { return text_; }
 
  private:

@@ -2,13 +2,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
@@ -119,6 +123,55 @@ Answers<Response> AskAll(Method method, const Request& request) {
 std::string OwnerOf(absl::string_view account) {
   std::vector<std::string> shards = Shards();
   return shards[relay::gateway::ShardPicker(shards).Pick(account)];
+}
+
+// A watch event's kind as people and scripts read it: "tab_up", ...
+std::string KindName(relay::v1::WatchEvent::Kind kind) {
+  return absl::AsciiStrToLower(relay::v1::WatchEvent::Kind_Name(kind));
+}
+
+std::string WatchJson(const std::string& shard, const relay::v1::WatchEvent& e) {
+  nlohmann::json out = {{"at", e.at_unix_ms()}, {"kind", KindName(e.kind())}, {"shard", shard}};
+  auto put = [&out](const char* key, const std::string& value) {
+    if (!value.empty()) {
+      out[key] = value;
+    }
+  };
+  put("account", e.account());
+  put("gateway", e.gateway_id());
+  if (e.tab_id() != 0) {
+    out["tabId"] = e.tab_id();
+  }
+  put("session", e.session_id());
+  put("call", e.trace_id());
+  put("client", e.client());
+  put("reason", e.reason());
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// "03:04:05.678  tab_up          alice                 gateway=... tab=5  [shard]"
+std::string WatchLine(const std::string& shard, const relay::v1::WatchEvent& e) {
+  std::string details;
+  auto put = [&details](const char* key, const std::string& value) {
+    if (!value.empty()) {
+      absl::StrAppend(&details, key, "=", Cell(value), " ");
+    }
+  };
+  put("gateway", e.gateway_id());
+  put("tab", e.tab_id() != 0 ? std::to_string(e.tab_id()) : "");
+  put("session", e.session_id());
+  put("call", e.trace_id());
+  put("client", e.client());
+  if (!e.reason().empty()) {
+    absl::StrAppend(&details, "(", Cell(e.reason()), ") ");
+  }
+  char head[96];
+  std::snprintf(head, sizeof(head), "%-12s  %-14s  %-20s  ",
+                absl::FormatTime("%H:%M:%E3S", absl::FromUnixMillis(e.at_unix_ms()),
+                                 absl::UTCTimeZone())
+                    .c_str(),
+                KindName(e.kind()).c_str(), Cell(e.account()).c_str());
+  return absl::StrCat(head, details, "[", Cell(shard), "]");
 }
 
 int ListSessions() {
@@ -299,12 +352,113 @@ int AuthForget() {
   return 0;
 }
 
+// One shard's events until the process ends: the stream is opened again
+// (every 2 s) when it breaks; people read on stderr when it is on and off.
+void WatchShard(const std::string& shard, std::mutex& out_mu) {
+  bool json = absl::GetFlag(FLAGS_json);
+  for (;;) {
+    auto stub = relay::v1::RouterAdmin::NewStub(ChannelTo(shard));
+    grpc::ClientContext context;
+    auto reader = stub->Watch(&context, relay::v1::WatchRequest());
+    reader->WaitForInitialMetadata();
+    bool on = context.GetServerInitialMetadata().count("relay-watch") > 0;
+    if (on) {
+      std::lock_guard<std::mutex> lock(out_mu);
+      std::cerr << "relayctl: watching router " << shard << "\n" << std::flush;
+    }
+    relay::v1::WatchEvent event;
+    while (reader->Read(&event)) {
+      std::string line = json ? WatchJson(shard, event) : WatchLine(shard, event);
+      std::lock_guard<std::mutex> lock(out_mu);
+      std::cout << line << "\n" << std::flush;
+    }
+    grpc::Status status = reader->Finish();
+    {
+      std::lock_guard<std::mutex> lock(out_mu);
+      std::cerr << "relayctl: router " << shard << (on ? ": the watch ended: " : " did not answer: ")
+                << status.error_message() << "; trying again\n" << std::flush;
+    }
+    if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      std::exit(kExitFailed);  // another try cannot help: the certificate is wrong
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+}
+
+// Every shard's events, merged as they come, until interrupted.
+int Watch() {
+  std::mutex out_mu;
+  std::vector<std::thread> threads;
+  for (const std::string& shard : Shards()) {
+    threads.emplace_back([&out_mu, shard] { WatchShard(shard, out_mu); });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  return kExitOk;
+}
+
+// The cache's and the host API's figures, from authsvc.
+int AuthStats() {
+  auto stub = relay::v1::Auth::NewStub(ChannelTo(absl::GetFlag(FLAGS_authsvc)));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  relay::v1::AuthStats r;
+  grpc::Status status = stub->GetStats(&context, relay::v1::GetAuthStatsRequest(), &r);
+  if (!status.ok()) {
+    std::cerr << "relayctl: authsvc " << absl::GetFlag(FLAGS_authsvc)
+              << " did not answer: " << status.error_message() << "\n";
+    return kExitFailed;
+  }
+  nlohmann::json out = {
+      {"cacheEntries", r.cache_entries()},
+      {"hits", r.hits()},
+      {"negativeHits", r.negative_hits()},
+      {"misses", r.misses()},
+      {"coalesced", r.coalesced()},
+      {"verifyRequests", r.verify_requests()},
+      {"redeemRequests", r.redeem_requests()},
+      {"upstreamRequests", r.upstream_requests()},
+      {"upstreamLatencyAvgMs", r.upstream_latency_avg_ms()},
+      {"upstreamLatencyP99Ms", r.upstream_latency_p99_ms()},
+      {"errors",
+       {{"unreachable", r.errors_unreachable()},
+        {"badAnswer", r.errors_bad_answer()},
+        {"queueFull", r.errors_queue_full()}}},
+      {"revocationWatchers", r.revocation_watchers()}};
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << out.dump() << "\n";
+    return kExitOk;
+  }
+  std::printf("cache       %llu entries; %llu hits, %llu negative hits, %llu misses, %llu coalesced\n",
+              static_cast<unsigned long long>(r.cache_entries()),
+              static_cast<unsigned long long>(r.hits()),
+              static_cast<unsigned long long>(r.negative_hits()),
+              static_cast<unsigned long long>(r.misses()),
+              static_cast<unsigned long long>(r.coalesced()));
+  std::printf("requests    %llu verify, %llu redeem\n",
+              static_cast<unsigned long long>(r.verify_requests()),
+              static_cast<unsigned long long>(r.redeem_requests()));
+  std::printf("host API    %llu requests; latency avg %.1f ms, p99 <= %.1f ms\n",
+              static_cast<unsigned long long>(r.upstream_requests()), r.upstream_latency_avg_ms(),
+              r.upstream_latency_p99_ms());
+  std::printf("errors      %llu unreachable, %llu bad answers, %llu refused (queue full)\n",
+              static_cast<unsigned long long>(r.errors_unreachable()),
+              static_cast<unsigned long long>(r.errors_bad_answer()),
+              static_cast<unsigned long long>(r.errors_queue_full()));
+  std::printf("gateways    %u watching revocations\n", r.revocation_watchers());
+  return kExitOk;
+}
+
 constexpr char kUsage[] =
     "usage: relayctl [--router A,B,...] [--json] (tabs | sessions [--account A] | stats "
     "[--per_shard])\n"
+    "       relayctl [--router A,B,...] [--json] watch\n"
     "       relayctl [--router A,B,...] kick ACCOUNT\n"
     "       relayctl [--router A,B,...] end-session SESSION_ID\n"
     "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n"
+    "       relayctl [--authsvc ADDR] [--json] auth stats\n"
     "With mutual TLS: --grpc_tls_ca CA.pem --grpc_tls_cert operator.pem --grpc_tls_key operator.key\n"
     "Every shard is asked (kick and end-session: the one that owns the account); exit code 3\n"
     "when some shard did not answer (the answer is partial), 1 when none did.\n";
@@ -330,11 +484,17 @@ int main(int argc, char** argv) {
   if (words == std::vector<std::string>{"stats"}) {
     return Stats();
   }
+  if (words == std::vector<std::string>{"watch"}) {
+    return Watch();
+  }
   if (words.size() == 2 && words[0] == "kick") {
     return Kick(words[1]);
   }
   if (words.size() == 2 && words[0] == "end-session") {
     return EndSession(words[1]);
+  }
+  if (words == std::vector<std::string>{"auth", "stats"}) {
+    return AuthStats();
   }
   if (words == std::vector<std::string>{"auth", "forget"}) {
     return AuthForget();

@@ -27,15 +27,15 @@ std::string GatewayState::RenderMetrics() const {
            metrics.accept_errors.value());
   text.Add("relay_gateway_forwards_total", "Agent requests forwarded to a tab.", "counter",
            metrics.forwards.value());
-  static constexpr const char* kOutcomes[ForwardOutcome::kKinds] = {
-      "result",  "error",     "no_tab",             "tab_gone",     "displaced",
-      "timeout", "cancelled", "router_unavailable", "session_ended", "too_many_calls",
-      "shutting_down"};
   for (size_t i = 0; i < ForwardOutcome::kKinds; ++i) {
     text.Add("relay_gateway_forward_outcomes_total", "How forwarded requests ended.", "counter",
              metrics.forward_outcomes[i].value(),
-             std::string("outcome=\"") + kOutcomes[i] + "\"");
+             std::string("outcome=\"") +
+                 ForwardOutcome::Name(static_cast<ForwardOutcome::Kind>(i)) + "\"");
   }
+  text.AddHistogram("relay_gateway_forward_duration_seconds",
+                    "Forwarded requests, from the agent's request to its answer.",
+                    metrics.forward_seconds);
   text.Add("relay_gateway_tabs",
            "Tabs connected to this gateway.", "gauge",
            static_cast<double>(metrics.tabs_connected.value() - metrics.tabs_disconnected.value()));

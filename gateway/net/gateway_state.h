@@ -75,6 +75,7 @@ struct GatewayMetrics {
   common::Counter auth_unavailable;
   common::Counter forwards;
   common::Counter forward_outcomes[ForwardOutcome::kKinds];  // by ForwardOutcome::Kind
+  common::Histogram forward_seconds;  // from the agent's request to its answer
   common::Counter tabs_connected;
   common::Counter tabs_disconnected;
   common::Counter connections_refused;  // over --max_connections
@@ -96,6 +97,7 @@ struct GatewayState {
   const McpDispatcher* dispatcher = nullptr;
   GatewayMetrics metrics;
   std::atomic<int64_t> connections{0};  // open HTTP and tab connections
+  std::atomic<uint64_t> calls_started{0};  // numbers the trace ids of forwarded calls
   // Set on SIGTERM: new requests and tabs are sent elsewhere (503), the calls
   // in flight finish.
   std::atomic<bool> draining{false};

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
+#include "common/text.h"
 #include "gateway/core/jsonrpc.h"
 #include "gateway/core/router_events.h"
 #include "gateway/core/session_state.h"
@@ -248,13 +250,17 @@ void HttpSession::StartForward(ForwardPlan plan) {
   stream_.expires_never();
   // The router needs the params only once: they move; the rest is small.
   const ForwardRequest& planned = plan_->request;
+  // The relay's id of the call: this gateway's id and a number, in the log
+  // lines of every service that handles it (at --log_level=debug).
+  trace_id_ = absl::StrCat(state_.gateway_id, "-", state_.calls_started.fetch_add(1) + 1);
   ForwardRequest request{planned.account, planned.session_id, planned.method,
                          std::move(plan_->request.params), planned.request_id,
-                         planned.progress_token};
+                         planned.progress_token, trace_id_};
   call_ref_ = state_.router->Forward(std::move(request), shared_from_this());
   // Most calls are answered within milliseconds: watching the socket for the
   // agent going away costs system calls, so it starts only when a call lasts.
   auto now = std::chrono::steady_clock::now();
+  call_started_ = now;
   call_deadline_ = now + absl::ToChronoMilliseconds(state_.dispatcher->options().call_timeout);
   StartTimer(std::min(call_deadline_, now + kWatchAfter), &HttpSession::OnCallLasting);
 }
@@ -317,6 +323,18 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
   StopTimer();
   phase_ = Phase::kReading;  // answering; the watch, if any, goes on
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
+  auto elapsed = std::chrono::steady_clock::now() - call_started_;
+  state_.metrics.forward_seconds.Observe(std::chrono::duration<double>(elapsed).count());
+  if (common::LogEnabled(common::LogLevel::kDebug)) {
+    common::Log(common::LogLevel::kDebug, "call finished",
+                {{"call", trace_id_},
+                 // A proxy's id of the request (nginx: $request_id), bounded.
+                 {"request_id", common::TruncateUtf8(in_.Header("x-request-id").value_or(""), 64)},
+                 {"account", account_},
+                 {"method", plan_->request.method},
+                 {"outcome", ForwardOutcome::Name(outcome.kind)},
+                 {"ms", std::chrono::duration<double, std::milli>(elapsed).count()}});
+  }
   HttpReply reply = state_.dispatcher->FinishForward(*plan_, std::move(outcome));
   if (!batch_.empty()) {
     batch_answers_.push_back(std::move(reply.body));

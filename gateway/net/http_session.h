@@ -112,6 +112,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   // The call in flight, for Cancel; 0 when none.
   uint64_t call_ref_ = 0;
   std::chrono::steady_clock::time_point call_deadline_;
+  std::chrono::steady_clock::time_point call_started_;
+  std::string trace_id_;  // of the call in flight or last answered
 };
 
 }  // namespace relay::gateway

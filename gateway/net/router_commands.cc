@@ -1,5 +1,6 @@
 #include "gateway/net/router_commands.h"
 
+#include "common/log.h"
 #include "gateway/net/agent_stream.h"
 #include "gateway/net/tab_session.h"
 #include "relay/v1/router.pb.h"
@@ -20,6 +21,13 @@ void RouterCommands::OnCommand(RouterCommand& command) {
       // router fails the call; nothing to do here then.
       if (auto tab = tabs_.Find(command.deliver().tab_id())) {
         auto* deliver = command.mutable_deliver();
+        if (common::LogEnabled(common::LogLevel::kDebug)) {
+          common::Log(common::LogLevel::kDebug, "call delivered to its tab",
+                      {{"call", deliver->trace_id()},
+                       {"tab", command.deliver().tab_id()},
+                       {"tab_call", deliver->call_id()},
+                       {"method", deliver->method()}});
+        }
         tab->PostDeliver(deliver->call_id(), std::move(*deliver->mutable_method()),
                          std::move(*deliver->mutable_params()));
       }

@@ -28,6 +28,14 @@ struct ForwardOutcome {
     kShuttingDown,       // this gateway's drain deadline passed first
   };
   static constexpr size_t kKinds = 11;
+  // The kind's name in metrics and logs ("no_tab", ...).
+  static const char* Name(Kind kind) {
+    static constexpr const char* kNames[kKinds] = {
+        "result",  "error",     "no_tab",             "tab_gone",      "displaced",
+        "timeout", "cancelled", "router_unavailable", "session_ended", "too_many_calls",
+        "shutting_down"};
+    return kNames[static_cast<size_t>(kind)];
+  }
   Kind kind = Kind::kRouterUnavailable;
   std::string payload;
   std::string view_line;  // with kResult of tools/call: the "view changed" line to append
@@ -40,6 +48,7 @@ struct ForwardRequest {
   std::string params;          // JSON text, or empty
   std::string request_id;      // the agent's id, as JSON
   std::string progress_token;  // the relay's token put into params, or empty
+  std::string trace_id;        // the relay's id of the call, in every log line about it
 };
 
 // Whoever waits for a forwarded call: the agent's HTTP exchange. Called on

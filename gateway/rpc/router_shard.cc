@@ -113,6 +113,7 @@ uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter
   start->set_params(std::move(request.params));
   start->set_request_id(std::move(request.request_id));
   start->set_progress_token(std::move(request.progress_token));
+  start->set_trace_id(std::move(request.trace_id));
   if (!Send(std::move(event))) {
     // The link ended just now; if its end has not failed this call yet, we do.
     if (auto taken = Take(ref)) {

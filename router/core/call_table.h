@@ -31,6 +31,7 @@ struct Call {
   std::string session;
   std::string request_id;      // the agent's id, as JSON
   std::string progress_token;  // the relay's progress token, or empty
+  std::string trace_id;        // the agent gateway's id of the call, for logs and watchers
   bool is_tool_call = false;
 };
 

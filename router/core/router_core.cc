@@ -9,6 +9,7 @@ namespace relay::router {
 using relay::v1::Failure;
 using relay::v1::GatewayEvent;
 using relay::v1::RouterCommand;
+using relay::v1::WatchEvent;
 
 namespace {
 
@@ -44,10 +45,14 @@ const std::string& RouterCore::GatewayOf(uint64_t link_id) const {
 }
 
 void RouterCore::LinkDown(uint64_t link_id, absl::Time now, Outbox& out) {
-  links_.erase(link_id);
+  if (WatchEvent* event = Watch(WatchEvent::LINK_DOWN)) {
+    event->set_gateway_id(GatewayOf(link_id));
+  }
   for (const TabRecord& tab : table_.DetachLink(link_id)) {
+    WatchTab(WatchEvent::TAB_DOWN, tab.account, tab.ref, "its gateway's link ended");
     FailCallsOf(tab.ref, Failure::REASON_TAB_GONE, out);
   }
+  links_.erase(link_id);
   // The agents of these calls are gone with their gateway: their tabs stop.
   for (auto& [call_id, call] : calls_.TakeAllFrom(link_id)) {
     CancelAtTab(call_id, call.tab, "the agent's gateway went away", out);
@@ -61,13 +66,18 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
   switch (event.event_case()) {
     case GatewayEvent::kHello:
       links_[link_id] = event.hello().gateway_id();
+      if (WatchEvent* up = Watch(WatchEvent::LINK_UP)) {
+        up->set_gateway_id(event.hello().gateway_id());
+      }
       break;
     case GatewayEvent::kTabUp:
       OnTabUp(link_id, event.tab_up(), out);
       break;
     case GatewayEvent::kTabDown: {
       TabRef ref{link_id, event.tab_down().tab_id()};
+      std::optional<std::string> account = table_.AccountOf(ref);
       if (table_.Detach(ref)) {
+        WatchTab(WatchEvent::TAB_DOWN, account.value_or(""), ref, "the tab disconnected");
         FailCallsOf(ref, Failure::REASON_TAB_GONE, out);
       }
       break;
@@ -75,11 +85,16 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
     case GatewayEvent::kTabReply:
       OnTabReply(link_id, *event.mutable_tab_reply(), now, out);
       break;
-    case GatewayEvent::kSessionTouch:
-      NotifyAgents(sessions_.Touch(event.session_touch().session_id(),
-                                   event.session_touch().account(), now),
-                   now, out);
+    case GatewayEvent::kSessionTouch: {
+      const auto& touch = event.session_touch();
+      if (watched_ && !sessions_.Contains(touch.session_id())) {
+        WatchEvent* opened = Watch(WatchEvent::SESSION_OPENED);
+        opened->set_account(touch.account());
+        opened->set_session_id(touch.session_id());
+      }
+      NotifyAgents(sessions_.Touch(touch.session_id(), touch.account(), now), now, out);
       break;
+    }
     case GatewayEvent::kSessionEnd:
       EndSession(event.session_end().session_id(), out);
       break;
@@ -146,7 +161,15 @@ void RouterCore::OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& o
   record.client_version = up.client_version();
   record.connected_at = absl::Now();
   std::optional<TabRecord> displaced = table_.Attach(std::move(record));
+  if (WatchEvent* event = Watch(WatchEvent::TAB_UP)) {
+    event->set_account(up.account());
+    event->set_gateway_id(GatewayOf(link_id));
+    event->set_tab_id(up.tab_id());
+    event->set_client(up.client_name());
+  }
   if (displaced && !(displaced->ref == ref)) {
+    WatchTab(WatchEvent::TAB_DISPLACED, displaced->account, displaced->ref,
+             "another tab switched the agent on");
     FailCallsOf(displaced->ref, Failure::REASON_DISPLACED, out);
     auto* displace = Add(out, displaced->ref.link_id).mutable_displace();
     displace->set_tab_id(displaced->ref.tab_id);
@@ -161,16 +184,16 @@ void RouterCore::OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outb
   ++counts_.forwards;
   CallOrigin origin{link_id, start.call_ref()};
   if (sessions_.IsEnded(start.session_id())) {
-    return Fail(origin, Failure::REASON_SESSION_ENDED, out);
+    return Fail(origin, Failure::REASON_SESSION_ENDED, start.account(), start.trace_id(), out);
   }
   std::optional<TabRef> tab = table_.Find(start.account());
   if (!tab) {
     ++counts_.no_tab;
-    return Fail(origin, Failure::REASON_NO_TAB, out);
+    return Fail(origin, Failure::REASON_NO_TAB, start.account(), start.trace_id(), out);
   }
   if (calls_.InFlightOf(start.account()) >= options_.max_inflight_per_account) {
     ++counts_.too_many;
-    return Fail(origin, Failure::REASON_TOO_MANY_CALLS, out);
+    return Fail(origin, Failure::REASON_TOO_MANY_CALLS, start.account(), start.trace_id(), out);
   }
   Call call;
   call.tab = *tab;
@@ -180,10 +203,12 @@ void RouterCore::OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outb
   call.request_id = start.request_id();
   call.progress_token = start.progress_token();
   call.is_tool_call = start.method() == "tools/call";
+  call.trace_id = start.trace_id();
   uint64_t call_id = calls_.Add(std::move(call));
   auto* deliver = Add(out, tab->link_id).mutable_deliver();
   deliver->set_tab_id(tab->tab_id);
   deliver->set_call_id(call_id);
+  deliver->set_trace_id(std::move(*start.mutable_trace_id()));
   deliver->set_method(std::move(*start.mutable_method()));
   deliver->set_params(std::move(*start.mutable_params()));
 }
@@ -196,8 +221,14 @@ void RouterCore::OnCallCancel(uint64_t link_id, const relay::v1::CallCancel& can
     return;  // answered meanwhile: the answer is on its way and will be dropped
   }
   ++counts_.cancelled;
-  CancelAtTab(call_id, call->tab,
-              cancel.reason().empty() ? "the agent cancelled the request" : cancel.reason(), out);
+  const std::string& reason =
+      cancel.reason().empty() ? "the agent cancelled the request" : cancel.reason();
+  if (WatchEvent* event = Watch(WatchEvent::CALL_FAILED)) {
+    event->set_account(call->account);
+    event->set_trace_id(call->trace_id);
+    event->set_reason(absl::StrCat("cancelled: ", reason));
+  }
+  CancelAtTab(call_id, call->tab, reason, out);
 }
 
 void RouterCore::OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::Time now,
@@ -292,7 +323,7 @@ void RouterCore::OnAgentCancel(const relay::v1::AgentCancel& cancel, Outbox& out
   ++counts_.cancelled;
   CancelAtTab(call_id, call.tab,
               cancel.reason().empty() ? "the agent cancelled the request" : cancel.reason(), out);
-  Fail(call.origin, Failure::REASON_CANCELLED, out);
+  Fail(call.origin, Failure::REASON_CANCELLED, call.account, call.trace_id, out);
 }
 
 bool RouterCore::Kick(const std::string& account, const std::string& reason, Outbox& out) {
@@ -300,6 +331,7 @@ bool RouterCore::Kick(const std::string& account, const std::string& reason, Out
   if (!tab || !table_.Detach(*tab)) {
     return false;
   }
+  WatchTab(WatchEvent::TAB_DISPLACED, account, *tab, reason);
   FailCallsOf(*tab, Failure::REASON_DISPLACED, out);
   auto* displace = Add(out, tab->link_id).mutable_displace();
   displace->set_tab_id(tab->tab_id);
@@ -308,6 +340,10 @@ bool RouterCore::Kick(const std::string& account, const std::string& reason, Out
 }
 
 void RouterCore::EndSession(const std::string& session, Outbox& out) {
+  if (WatchEvent* event = Watch(WatchEvent::SESSION_ENDED)) {
+    event->set_account(sessions_.AccountOf(session));
+    event->set_session_id(session);
+  }
   NotifyAgents(sessions_.End(session), absl::Now(), out);
   for (const auto& [link_id, gateway] : links_) {
     Add(out, link_id).mutable_session_ended()->set_session_id(session);
@@ -320,11 +356,17 @@ void RouterCore::Sweep(absl::Time now, Outbox& out) {
 
 void RouterCore::FailCallsOf(const TabRef& tab, Failure::Reason reason, Outbox& out) {
   for (auto& [call_id, call] : calls_.TakeAllOf(tab)) {
-    Fail(call.origin, reason, out);
+    Fail(call.origin, reason, call.account, call.trace_id, out);
   }
 }
 
-void RouterCore::Fail(const CallOrigin& origin, Failure::Reason reason, Outbox& out) {
+void RouterCore::Fail(const CallOrigin& origin, Failure::Reason reason,
+                      const std::string& account, const std::string& trace_id, Outbox& out) {
+  if (WatchEvent* event = Watch(WatchEvent::CALL_FAILED)) {
+    event->set_account(account);
+    event->set_trace_id(trace_id);
+    event->set_reason(FailureName(reason));
+  }
   switch (reason) {
     case Failure::REASON_TAB_GONE:
       ++counts_.tab_gone;
@@ -373,6 +415,48 @@ void RouterCore::Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& 
     event->set_stream_id(d.stream.stream_id);
     event->set_event_id(d.event_id);
     event->set_message(d.message);
+  }
+}
+
+WatchEvent* RouterCore::Watch(WatchEvent::Kind kind) {
+  if (!watched_) {
+    return nullptr;
+  }
+  // Bounded between two takes (the hub takes after every entry point); a
+  // link's batch of thousands of events is still far below this.
+  if (watch_events_.size() >= 100000) {
+    return nullptr;
+  }
+  watch_events_.emplace_back().set_kind(kind);
+  return &watch_events_.back();
+}
+
+void RouterCore::WatchTab(WatchEvent::Kind kind, const std::string& account, const TabRef& tab,
+                          const std::string& reason) {
+  if (WatchEvent* event = Watch(kind)) {
+    event->set_account(account);
+    event->set_gateway_id(GatewayOf(tab.link_id));
+    event->set_tab_id(tab.tab_id);
+    event->set_reason(reason);
+  }
+}
+
+const char* FailureName(Failure::Reason reason) {
+  switch (reason) {
+    case Failure::REASON_NO_TAB:
+      return "no_tab";
+    case Failure::REASON_TAB_GONE:
+      return "tab_gone";
+    case Failure::REASON_DISPLACED:
+      return "displaced";
+    case Failure::REASON_CANCELLED:
+      return "cancelled";
+    case Failure::REASON_SESSION_ENDED:
+      return "session_ended";
+    case Failure::REASON_TOO_MANY_CALLS:
+      return "too_many_calls";
+    default:
+      return "unspecified";
   }
 }
 

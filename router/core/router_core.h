@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -64,6 +65,12 @@ class RouterCore {
   void EndSession(const std::string& session, Outbox& out);
   void Sweep(absl::Time now, Outbox& out);
 
+  // Operators watching the shard (RouterAdmin.Watch): while on, every method
+  // also records what happened, for TakeWatchEvents. Off, it costs nothing.
+  void set_watched(bool on) { watched_ = on; }
+  // What happened since the last take, oldest first (at_unix_ms unset).
+  std::vector<relay::v1::WatchEvent> TakeWatchEvents() { return std::exchange(watch_events_, {}); }
+
   // Read-only views.
   const RoutingTable& tabs() const { return table_; }
   const SessionTable& sessions() const { return sessions_; }
@@ -85,12 +92,18 @@ class RouterCore {
 
   // The calls of a tab that left end with reason toward their agents.
   void FailCallsOf(const TabRef& tab, relay::v1::Failure::Reason reason, Outbox& out);
-  void Fail(const CallOrigin& origin, relay::v1::Failure::Reason reason, Outbox& out);
+  // The call ends with reason toward its agent; account and trace name it for watchers.
+  void Fail(const CallOrigin& origin, relay::v1::Failure::Reason reason,
+            const std::string& account, const std::string& trace_id, Outbox& out);
   void CancelAtTab(uint64_t call_id, const TabRef& tab, const std::string& reason, Outbox& out);
   // An event of a call for its agent.
   void ToAgent(const Call& call, std::string message, Outbox& out);
   void NotifyAgents(const std::vector<std::string>& accounts, absl::Time now, Outbox& out);
   void Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& out);
+  // A new watch event of kind, or null when nobody watches.
+  relay::v1::WatchEvent* Watch(relay::v1::WatchEvent::Kind kind);
+  void WatchTab(relay::v1::WatchEvent::Kind kind, const std::string& account, const TabRef& tab,
+                const std::string& reason);
 
   RouterCoreOptions options_;
   RoutingTable table_;
@@ -98,6 +111,11 @@ class RouterCore {
   CallTable calls_;
   absl::flat_hash_map<uint64_t, std::string> links_;  // link id -> gateway id
   RouterCounts counts_;
+  bool watched_ = false;
+  std::vector<relay::v1::WatchEvent> watch_events_;
 };
+
+// The reason's name as operators read it ("no_tab", "tab_gone", ...).
+const char* FailureName(relay::v1::Failure::Reason reason);
 
 }  // namespace relay::router

@@ -210,6 +210,17 @@ uint32_t SessionTable::AgentCount(const std::string& account, absl::Time now) co
   return CountLocked(account, now);
 }
 
+bool SessionTable::Contains(const std::string& session) const {
+  absl::MutexLock lock(&mu_);
+  return sessions_.contains(session);
+}
+
+std::string SessionTable::AccountOf(const std::string& session) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? std::string() : it->second.account;
+}
+
 bool SessionTable::IsEnded(const std::string& session) const {
   absl::MutexLock lock(&mu_);
   return ended_.contains(session);

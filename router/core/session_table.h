@@ -67,6 +67,9 @@ class SessionTable {
 
   uint32_t AgentCount(const std::string& account, absl::Time now) const ABSL_LOCKS_EXCLUDED(mu_);
   bool IsEnded(const std::string& session) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a record of the session is kept; its account ("" when none).
+  bool Contains(const std::string& session) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::string AccountOf(const std::string& session) const ABSL_LOCKS_EXCLUDED(mu_);
 
   void Subscribe(const std::string& session, const std::string& account, const std::string& uri,
                  bool on, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);

@@ -20,6 +20,9 @@ class RouterAdminService {
   void Serve(common::CqLoop& loop);
 
  private:
+  // Awaits the next RouterAdmin.Watch call.
+  void ServeWatch(common::CqLoop& loop);
+
   RouterHub& hub_;
   relay::v1::RouterAdmin::AsyncService service_;
 };

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/metrics.h"
 
 namespace relay::router {
@@ -15,6 +16,32 @@ uint64_t FirstCallId() {
   // out (unless it sustained a million calls a second), and stay below 2^53 so
   // that a tab in JavaScript reads them exactly.
   return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())) * 1000;
+}
+
+// Handles a CallStart and logs where it went (--log_level=debug): the call's
+// trace id joins this line to the gateways' lines about it.
+void LogRouted(RouterCore& core, uint64_t link_id, relay::v1::GatewayEvent& event, absl::Time now,
+               Outbox& out) {
+  std::string trace = event.call_start().trace_id();
+  std::string account = event.call_start().account();
+  size_t first = out.size();
+  core.Handle(link_id, event, now, out);
+  for (size_t i = first; i < out.size(); ++i) {
+    const relay::v1::RouterCommand& command = out[i].command;
+    if (command.has_deliver()) {
+      common::Log(common::LogLevel::kDebug, "call routed to its tab",
+                  {{"call", trace},
+                   {"account", account},
+                   {"from_gateway", core.GatewayOf(link_id)},
+                   {"to_gateway", core.GatewayOf(out[i].link_id)},
+                   {"tab_call", command.deliver().call_id()}});
+    } else if (command.has_call_done() && command.call_done().has_failure()) {
+      common::Log(common::LogLevel::kDebug, "call failed",
+                  {{"call", trace},
+                   {"account", account},
+                   {"reason", FailureName(command.call_done().failure().reason())}});
+    }
+  }
 }
 
 }  // namespace
@@ -39,6 +66,7 @@ auto RouterHub::Apply(Fn fn) {
     Outbox out;
     result = fn(core_, out);
     touched = QueueLocked(out);
+    PublishLocked();
   }
   for (const auto& writer : touched) {
     writer->Flush();
@@ -62,8 +90,13 @@ void RouterHub::Handle(uint64_t link_id, relay::v1::GatewayBatch& batch) {
     absl::Time now = absl::Now();
     ++batches_in_;
     events_in_ += batch.events_size();
+    bool debug = common::LogEnabled(common::LogLevel::kDebug);
     for (relay::v1::GatewayEvent& event : *batch.mutable_events()) {
-      core.Handle(link_id, event, now, out);
+      if (debug && event.has_call_start()) {
+        LogRouted(core, link_id, event, now, out);
+      } else {
+        core.Handle(link_id, event, now, out);
+      }
     }
     return true;
   });
@@ -85,6 +118,40 @@ void RouterHub::Sweep() {
     core.Sweep(absl::Now(), out);
     return true;
   });
+}
+
+uint64_t RouterHub::AddWatcher(std::shared_ptr<WatchWriter> writer) {
+  absl::MutexLock lock(&mu_);
+  uint64_t id = next_link_id_++;
+  watchers_.emplace(id, std::move(writer));
+  core_.set_watched(true);
+  return id;
+}
+
+void RouterHub::RemoveWatcher(uint64_t watcher_id) {
+  absl::MutexLock lock(&mu_);
+  watchers_.erase(watcher_id);
+  if (watchers_.empty()) {
+    core_.set_watched(false);
+    core_.TakeWatchEvents();
+  }
+}
+
+void RouterHub::PublishLocked() {
+  if (watchers_.empty()) {
+    return;
+  }
+  std::vector<relay::v1::WatchEvent> events = core_.TakeWatchEvents();
+  if (events.empty()) {
+    return;
+  }
+  int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  for (relay::v1::WatchEvent& event : events) {
+    event.set_at_unix_ms(now_ms);
+    for (const auto& [id, watcher] : watchers_) {
+      watcher->Push(event);
+    }
+  }
 }
 
 std::vector<std::shared_ptr<LinkWriter>> RouterHub::QueueLocked(Outbox& out) {

@@ -23,6 +23,15 @@ class LinkWriter {
   virtual void Flush() = 0;
 };
 
+// The write side of one operator's watch stream, as the hub sees it.
+// Thread-safe; Push never calls back into the hub.
+class WatchWriter {
+ public:
+  virtual ~WatchWriter() = default;
+  // Queues the event and starts a write if none is in flight.
+  virtual void Push(const relay::v1::WatchEvent& event) = 0;
+};
+
 // The router core behind one lock, and the write side of every gateway link.
 // Thread-safe. Every entry point runs the core under the lock, hands the
 // commands it returned to their links' writers in order (still under the lock,
@@ -42,6 +51,10 @@ class RouterHub {
   void EndSession(const std::string& session) ABSL_LOCKS_EXCLUDED(mu_);
   // Once a second: idle sessions stop counting as agents.
   void Sweep() ABSL_LOCKS_EXCLUDED(mu_);
+  // Operators' watch streams: from AddWatcher on, every event of the core is
+  // pushed to the writer, in order, until RemoveWatcher.
+  uint64_t AddWatcher(std::shared_ptr<WatchWriter> writer) ABSL_LOCKS_EXCLUDED(mu_);
+  void RemoveWatcher(uint64_t watcher_id) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Runs fn on the core under the lock (operators' views).
   template <typename Fn>
@@ -59,6 +72,9 @@ class RouterHub {
   // Queues out on the writers; returns them for Flush.
   std::vector<std::shared_ptr<LinkWriter>> QueueLocked(Outbox& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pushes the core's watch events to every watcher (under the lock, so that
+  // every watcher sees them in the core's order).
+  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   RouterCore core_ ABSL_GUARDED_BY(mu_);
@@ -68,6 +84,7 @@ class RouterHub {
   uint64_t commands_out_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_link_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<LinkWriter>> links_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::shared_ptr<WatchWriter>> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace relay::router

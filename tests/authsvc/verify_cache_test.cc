@@ -171,5 +171,23 @@ TEST_F(VerifyCacheTest, AnAnswerInFlightDuringForgetIsNotCached) {
   EXPECT_FALSE(Verify(cache, "a1").has_value());
 }
 
+TEST_F(VerifyCacheTest, StatsCountHitsNegativeHitsMissesAndCoalescedWaits) {
+  VerifyCache cache = Make();
+  Verify(cache, "yes");
+  Verify(cache, "yes");  // waits for the first one's request
+  upstream_.Answer(Ok("alice"));
+  Verify(cache, "yes");
+  Verify(cache, "no");
+  upstream_.Answer(Invalid());
+  Verify(cache, "no");
+  Verify(cache, "no");
+  VerifyCache::Stats stats = cache.stats();
+  EXPECT_EQ(stats.entries, 2u);
+  EXPECT_EQ(stats.hits, 1u);
+  EXPECT_EQ(stats.negative_hits, 2u);
+  EXPECT_EQ(stats.misses, 2u);
+  EXPECT_EQ(stats.coalesced, 1u);
+}
+
 }  // namespace
 }  // namespace relay::authsvc

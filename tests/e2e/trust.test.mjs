@@ -69,13 +69,19 @@ test('a client whose certificate another CA signed is refused', async () => {
   assert.doesNotMatch(result.stdout, /links/);
 });
 
-test("a gateway's certificate may not call RouterAdmin or authsvc's Forget", async () => {
+test("a gateway's certificate may not call RouterAdmin (Watch included) or authsvc's Forget and GetStats", async () => {
   const admin = await relayctl(tlsFiles('gateway'), router(), 'kick', 'alice');
   assert.equal(admin.code, 1);
   assert.match(admin.stderr, /is for the operator role/);
+  const watch = await relayctl(tlsFiles('gateway'), router(), 'watch');
+  assert.equal(watch.code, 1);
+  assert.match(watch.stderr, /RouterAdmin\.Watch is for the operator role/);
   const forget = await relayctl(tlsFiles('gateway'), authsvc(), '--user=alice', 'auth', 'forget');
   assert.equal(forget.code, 1);
   assert.match(forget.stderr, /Auth\.Forget is for the operator role/);
+  const stats = await relayctl(tlsFiles('gateway'), authsvc(), 'auth', 'stats');
+  assert.equal(stats.code, 1);
+  assert.match(stats.stderr, /Auth\.GetStats is for the operator role/);
 });
 
 test("an operator's certificate may not open Link or verify tokens: a gateway holding one never gets ready", async () => {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -376,6 +377,94 @@ TEST_F(RouterCoreTest, ProgressOfACallReachesItsAgentOnly) {
   ASSERT_THAT(out, SizeIs(1));
   EXPECT_EQ(out[0].command.call_event().call_ref(), 3u);
   EXPECT_NE(out[0].command.call_event().message().find("\"progress\":1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace relay::router
+
+namespace relay::router {
+namespace {
+
+using relay::v1::WatchEvent;
+
+// "kind account gateway tab reason" of each event, for readable expectations.
+std::vector<std::string> Lines(const std::vector<WatchEvent>& events) {
+  std::vector<std::string> lines;
+  for (const WatchEvent& e : events) {
+    lines.push_back(absl::StrCat(WatchEvent::Kind_Name(e.kind()), " ", e.account(), " ",
+                                 e.gateway_id(), " ", e.tab_id(), " ", e.session_id(),
+                                 e.trace_id(), " ", e.reason()));
+  }
+  return lines;
+}
+
+TEST_F(RouterCoreTest, UnwatchedTheCoreRecordsNothing) {
+  TabUp(kTabGateway, 5, "alice");
+  Start(1, "nobody");
+  EXPECT_THAT(core_.TakeWatchEvents(), IsEmpty());
+}
+
+TEST_F(RouterCoreTest, WatchersSeeLinksTabsSessionsAndFailedCalls) {
+  core_.set_watched(true);
+  GatewayEvent hello;
+  hello.mutable_hello()->set_gateway_id("gw-a");
+  Send(kTabGateway, hello);
+  hello.mutable_hello()->set_gateway_id("gw-b");
+  Send(kAgentGateway, hello);
+  TabUp(kTabGateway, 5, "alice");
+  TabUp(kAgentGateway, 9, "alice");  // displaces tab 5
+  GatewayEvent touch;
+  touch.mutable_session_touch()->set_session_id("s1");
+  touch.mutable_session_touch()->set_account("alice");
+  Send(kAgentGateway, touch);
+  Send(kAgentGateway, touch);  // seen before: no second "opened"
+  GatewayEvent start;
+  start.mutable_call_start()->set_call_ref(1);
+  start.mutable_call_start()->set_account("bob");
+  start.mutable_call_start()->set_trace_id("gw-b-1");
+  Send(kAgentGateway, start);
+  Outbox out;
+  core_.EndSession("s1", out);
+  GatewayEvent down;
+  down.mutable_tab_down()->set_tab_id(9);
+  Send(kAgentGateway, down);
+  core_.LinkDown(kTabGateway, now_, out);
+
+  EXPECT_THAT(Lines(core_.TakeWatchEvents()),
+              ::testing::ElementsAre(
+                  "LINK_UP  gw-a 0  ", "LINK_UP  gw-b 0  ", "TAB_UP alice gw-a 5  ",
+                  "TAB_UP alice gw-b 9  ",
+                  "TAB_DISPLACED alice gw-a 5  another tab switched the agent on",
+                  "SESSION_OPENED alice  0 s1 ", "CALL_FAILED bob  0 gw-b-1 no_tab",
+                  "SESSION_ENDED alice  0 s1 ", "TAB_DOWN alice gw-b 9  the tab disconnected",
+                  "LINK_DOWN  gw-a 0  "));
+  EXPECT_THAT(core_.TakeWatchEvents(), IsEmpty());
+}
+
+TEST_F(RouterCoreTest, AKickIsWatchedAsADisplacementWithTheOperatorsReason) {
+  TabUp(kTabGateway, 5, "alice");
+  core_.set_watched(true);
+  Outbox out;
+  ASSERT_TRUE(core_.Kick("alice", "an operator disconnected this tab", out));
+  EXPECT_THAT(Lines(core_.TakeWatchEvents()),
+              ::testing::ElementsAre("TAB_DISPLACED alice  5  an operator disconnected this tab"));
+}
+
+TEST_F(RouterCoreTest, ACallLostWithItsTabIsWatchedWithItsTrace) {
+  TabUp(kTabGateway, 5, "alice");
+  GatewayEvent start;
+  start.mutable_call_start()->set_call_ref(1);
+  start.mutable_call_start()->set_account("alice");
+  start.mutable_call_start()->set_trace_id("gw-b-7");
+  Outbox delivered = Send(kAgentGateway, start);
+  EXPECT_EQ(Of(delivered, RouterCommand::kDeliver)[0]->command.deliver().trace_id(), "gw-b-7");
+  core_.set_watched(true);
+  GatewayEvent down;
+  down.mutable_tab_down()->set_tab_id(5);
+  Send(kTabGateway, down);
+  EXPECT_THAT(Lines(core_.TakeWatchEvents()),
+              ::testing::ElementsAre("TAB_DOWN alice  5  the tab disconnected",
+                                     "CALL_FAILED alice  0 gw-b-7 tab_gone"));
 }
 
 }  // namespace
