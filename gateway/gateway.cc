@@ -38,7 +38,7 @@ class Gateway::Parts {
         proxies(std::move(proxies)),
         signer(this->config.session_secret),
         dispatcher(signer, *this->catalogue, ended, this->config.dispatch),
-        commands(tabs, streams, ended),
+        commands(tabs, streams, ended, state.metrics.router_link_downs),
         io(this->config.threads),
         grpc_loop(std::make_unique<grpc::CompletionQueue>()),
         catalogue_timer(boost::asio::make_strand(io)) {}

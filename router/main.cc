@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   stop_sweeping.Notify();
   sweeper.join();
   common::LogInfo("stopping");
+  state.EndWatchers();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   loop.Stop();
   return 0;

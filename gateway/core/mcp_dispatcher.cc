@@ -179,6 +179,26 @@ PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentH
 PostDecision McpDispatcher::HandleMessage(const std::string& account,
                                           const AgentHeaders& headers,
                                           RpcMessage message) const {
+  size_t label = kMcpMethodLabelCount - 1;
+  if (message.kind == RpcMessage::Kind::kNotification) {
+    label = kMcpMethodLabelCount - 3;
+  } else if (message.kind == RpcMessage::Kind::kResponse) {
+    label = kMcpMethodLabelCount - 2;
+  } else {
+    for (size_t i = 0; i + 3 < kMcpMethodLabelCount; ++i) {
+      if (message.method == kMcpMethodLabels[i]) {
+        label = i;
+        break;
+      }
+    }
+  }
+  PostDecision decision = Decide(account, headers, std::move(message));
+  decision.method_label = label;
+  return decision;
+}
+
+PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeaders& headers,
+                                   RpcMessage message) const {
   PostDecision decision;
   if (message.kind == RpcMessage::Kind::kRequest && message.method == "initialize") {
     decision.action = Initialize(account, message, &decision.session);

@@ -67,8 +67,22 @@ struct SessionEffect {
   std::string payload;         // kAgentReply
 };
 
+// The MCP messages the gateway counts by name (relay_gateway_mcp_messages_total): a
+// fixed set, so that an agent's made-up method names cannot grow the metrics.
+inline constexpr const char* kMcpMethodLabels[] = {
+    "initialize",         "ping",          "tools/list",          "tools/call",
+    "resources/list",     "resources/templates/list",            "resources/read",
+    "resources/subscribe", "resources/unsubscribe",              "prompts/list",
+    "prompts/get",        "completion/complete",                 "logging/setLevel",
+    "notification",       "response",      "other"};
+inline constexpr size_t kMcpMethodLabelCount =
+    sizeof(kMcpMethodLabels) / sizeof(kMcpMethodLabels[0]);
+
 struct PostDecision {
   std::variant<HttpReply, ForwardPlan> action;
+  // Index into kMcpMethodLabels of the message decided; a batch's are in batch,
+  // a body that is not a JSON-RPC message counts as "other".
+  size_t method_label = kMcpMethodLabelCount - 1;
   std::string session;       // the verified session the request belongs to, if any
   bool new_session = false;  // initialize: the router must learn of it now
   SessionEffect effect;
@@ -124,6 +138,8 @@ class McpDispatcher {
                        std::string* session) const;
   PostDecision HandleBatch(const std::string& account, const AgentHeaders& headers,
                            nlohmann::json batch) const;
+  PostDecision Decide(const std::string& account, const AgentHeaders& headers,
+                      RpcMessage message) const;
   PostDecision HandleMessage(const std::string& account, const AgentHeaders& headers,
                              RpcMessage message) const;
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;

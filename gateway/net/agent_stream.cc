@@ -28,6 +28,7 @@ void AgentStream::Run(uint64_t last_event_id) {
   stream_.expires_never();
   state_.router->Send(account_, SessionTouchEvent(account_, session_));
   stream_id_ = state_.streams->Add(weak_from_this());
+  state_.metrics.CountResponse(200);
   out_.StartSse();
   state_.router->Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id));
   WatchPeer();

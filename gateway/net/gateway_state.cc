@@ -1,9 +1,15 @@
 #include "gateway/net/gateway_state.h"
 
+#include "gateway/net/agent_stream.h"
+#include "gateway/net/registry.h"
+
 #include "absl/strings/string_view.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
 
 namespace relay::gateway {
 
@@ -19,6 +25,33 @@ std::string GatewayState::RenderMetrics() const {
            "reason=\"unavailable\"");
   text.Add("relay_gateway_connections", "Open HTTP and tab connections.", "gauge",
            static_cast<double>(connections.load()));
+  {
+    int64_t tabs_open = static_cast<int64_t>(metrics.tabs_connected.value() -
+                                             metrics.tabs_disconnected.value());
+    int64_t streams_open = static_cast<int64_t>(streams->size());
+    text.Add("relay_gateway_connections_by_kind", "Open connections by what they carry.",
+             "gauge", static_cast<double>(tabs_open), "kind=\"tab\"");
+    text.Add("relay_gateway_connections_by_kind", "", "gauge",
+             static_cast<double>(streams_open), "kind=\"agent_stream\"");
+    text.Add("relay_gateway_connections_by_kind", "", "gauge",
+             static_cast<double>(std::max<int64_t>(0, connections.load() - tabs_open - streams_open)),
+             "kind=\"agent_http\"");
+  }
+  for (size_t i = 0; i < kMcpMethodLabelCount; ++i) {
+    text.Add("relay_gateway_mcp_messages_total", "JSON-RPC messages from agents, by method.",
+             "counter", metrics.mcp_messages[i].value(),
+             absl::StrCat("method=\"", kMcpMethodLabels[i], "\""));
+  }
+  for (size_t i = 0; i < GatewayMetrics::kResponseCodeCount; ++i) {
+    int code = GatewayMetrics::kResponseCodes[i];
+    text.Add("relay_gateway_http_responses_total",
+             "Responses on the MCP path, by status (SSE streams count as 200).", "counter",
+             metrics.responses[i].value(),
+             absl::StrCat("code=\"", code == 0 ? std::string("other") : absl::StrCat(code), "\""));
+  }
+  text.Add("relay_gateway_router_link_downs_total",
+           "Times a router shard's link ended; the gateway reconnects and re-announces.",
+           "counter", metrics.router_link_downs.value());
   text.Add("relay_gateway_connections_refused_total",
            "Connections closed at once because --max_connections were open.", "counter",
            metrics.connections_refused.value());

@@ -79,6 +79,20 @@ struct GatewayMetrics {
   common::Counter tabs_connected;
   common::Counter tabs_disconnected;
   common::Counter connections_refused;  // over --max_connections
+  common::Counter mcp_messages[kMcpMethodLabelCount];  // by kMcpMethodLabels
+  // HTTP responses on the MCP path by status (kResponseCodes; the last counts any other).
+  static constexpr int kResponseCodes[] = {200, 202, 204, 400, 401, 403, 404, 405,
+                                           406, 413, 415, 429, 500, 503, 0};
+  static constexpr size_t kResponseCodeCount = sizeof(kResponseCodes) / sizeof(int);
+  common::Counter responses[kResponseCodeCount];
+  void CountResponse(int status) {
+    size_t i = 0;
+    while (i + 1 < kResponseCodeCount && kResponseCodes[i] != status) {
+      ++i;
+    }
+    responses[i].Add();
+  }
+  common::Counter router_link_downs;  // a shard's link ended (it reconnects)
   common::Counter accept_errors;        // e.g. out of file descriptors
 };
 

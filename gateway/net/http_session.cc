@@ -99,7 +99,7 @@ void HttpSession::OnHeader() {
   switch (decision.kind) {
     case GateDecision::Kind::kOperator: {
       GatewayState::OperatorAnswer answer = state_.AnswerOperator(decision.path);
-      return Respond(answer.status, answer.content_type, answer.body);
+      return Respond(answer.status, answer.content_type, answer.body, "", /*mcp_path=*/false);
     }
     case GateDecision::Kind::kRefuse:
       state_.metrics.http_requests.Add();
@@ -216,6 +216,7 @@ void HttpSession::RunBatch() {
 }
 
 void HttpSession::Apply(const PostDecision& decision) {
+  state_.metrics.mcp_messages[decision.method_label].Add();
   // The router learns of a new session at once, of a used one now and then.
   if (!decision.session.empty() &&
       (decision.new_session || state_.touches->ShouldTouch(decision.session, absl::Now()))) {
@@ -310,6 +311,7 @@ void HttpSession::OnForwardEvent(std::string message) {
     return Apply(refusal);
   }
   if (!out_.in_sse()) {
+    state_.metrics.CountResponse(200);
     out_.StartSse();
   }
   out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
@@ -367,10 +369,14 @@ void HttpSession::StopTimer() {
 // ------------------------------------------------------------------ output --
 
 void HttpSession::Respond(int status, absl::string_view content_type, absl::string_view body,
-                          absl::string_view extra_headers) {
+                          absl::string_view extra_headers, bool mcp_path) {
   // An unread body would be taken for the next request: close instead.
   if (in_.BodyUnread()) {
     keep_alive_ = false;
+  }
+  // Operator endpoints (/metrics, probes) are not the MCP path's responses.
+  if (mcp_path) {
+    state_.metrics.CountResponse(status);
   }
   out_.Respond(status, content_type, body, extra_headers, keep_alive_);
 }

@@ -84,8 +84,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void StopTimer();
 
   // Output.
+  // mcp_path: counted in relay_gateway_http_responses_total (not /metrics or probes).
   void Respond(int status, absl::string_view content_type, absl::string_view body,
-               absl::string_view extra_headers = "");
+               absl::string_view extra_headers = "", bool mcp_path = true);
   void Reply(const HttpReply& reply);
   void Refuse(const GateDecision& refusal);
   void Close();

@@ -79,6 +79,7 @@ void RouterCommands::OnCommand(RouterCommand& command) {
 }
 
 void RouterCommands::OnLinkDown(size_t shard) {
+  link_downs_.Add();
   for (auto& tab : tabs_.Snapshot()) {
     tab->PostLinkDown(shard);
   }

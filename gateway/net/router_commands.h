@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "common/metrics.h"
 #include "gateway/net/registry.h"
 #include "gateway/rpc/router_client.h"
 #include "gateway/core/session_state.h"
@@ -16,9 +17,10 @@ class TabSession;
 // threads.
 class RouterCommands final : public RouterCommandSink {
  public:
+  // link_downs counts the ends of shards' links (relay_gateway_router_link_downs_total).
   RouterCommands(Registry<TabSession>& tabs, Registry<AgentStream>& streams,
-                 EndedSessions& ended)
-      : tabs_(tabs), streams_(streams), ended_(ended) {}
+                 EndedSessions& ended, common::Counter& link_downs)
+      : tabs_(tabs), streams_(streams), ended_(ended), link_downs_(link_downs) {}
 
   // Set once the router client exists; until then there is nothing to re-announce.
   void SetReady() { ready_.store(true); }
@@ -31,6 +33,7 @@ class RouterCommands final : public RouterCommandSink {
   Registry<TabSession>& tabs_;
   Registry<AgentStream>& streams_;
   EndedSessions& ended_;
+  common::Counter& link_downs_;
   std::atomic<bool> ready_{false};
 };
 

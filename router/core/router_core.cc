@@ -87,10 +87,13 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
       break;
     case GatewayEvent::kSessionTouch: {
       const auto& touch = event.session_touch();
-      if (watched_ && !sessions_.Contains(touch.session_id())) {
-        WatchEvent* opened = Watch(WatchEvent::SESSION_OPENED);
-        opened->set_account(touch.account());
-        opened->set_session_id(touch.session_id());
+      // First seen, and not ended (a touch that raced the end is ignored).
+      if (watched_ && !sessions_.Contains(touch.session_id()) &&
+          !sessions_.IsEnded(touch.session_id())) {
+        if (WatchEvent* opened = Watch(WatchEvent::SESSION_OPENED)) {
+          opened->set_account(touch.account());
+          opened->set_session_id(touch.session_id());
+        }
       }
       NotifyAgents(sessions_.Touch(touch.session_id(), touch.account(), now), now, out);
       break;
@@ -340,9 +343,11 @@ bool RouterCore::Kick(const std::string& account, const std::string& reason, Out
 }
 
 void RouterCore::EndSession(const std::string& session, Outbox& out) {
-  if (WatchEvent* event = Watch(WatchEvent::SESSION_ENDED)) {
-    event->set_account(sessions_.AccountOf(session));
-    event->set_session_id(session);
+  if (watched_ && !sessions_.IsEnded(session)) {  // once, not on a repeated end
+    if (WatchEvent* event = Watch(WatchEvent::SESSION_ENDED)) {
+      event->set_account(sessions_.AccountOf(session));
+      event->set_session_id(session);
+    }
   }
   NotifyAgents(sessions_.End(session), absl::Now(), out);
   for (const auto& [link_id, gateway] : links_) {

@@ -54,6 +54,12 @@ class WatchStream final : public WatchWriter, public std::enable_shared_from_thi
     StartWriteLocked();
   }
 
+  void End() override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    ended_ = true;
+    context_.TryCancel();
+  }
+
  private:
   static constexpr size_t kMaxQueued = 10000;
   void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -110,14 +116,17 @@ void WatchStream::OnCompleted(Op op, bool ok) {
       absl::MutexLock lock(&mu_);
       writing_ = true;        // events queue behind the metadata
       queue_.emplace_back();  // stands for the metadata until it is sent
-      ++pending_;
-      // Tells relayctl that the watch is on (a failed call also ends the
-      // wait for metadata, without this entry).
-      context_.AddInitialMetadata("relay-watch", "on");
-      writer_.SendInitialMetadata(TagFor(Op::kWritten));
     }
-    // Outside our lock: the hub takes its own, then ours (Push).
+    // Registered before the metadata tells the operator the watch is on, so
+    // that nothing after that is missed. Outside our lock: the hub takes its
+    // own, then ours (Push).
     watcher_id_ = hub_.AddWatcher(shared_from_this());
+    absl::MutexLock lock(&mu_);
+    ++pending_;
+    // Tells relayctl that the watch is on (a failed call also ends the wait
+    // for metadata, without this entry).
+    context_.AddInitialMetadata("relay-watch", "on");
+    writer_.SendInitialMetadata(TagFor(Op::kWritten));
     return;
   }
   bool release = false;

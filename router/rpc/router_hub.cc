@@ -137,6 +137,13 @@ void RouterHub::RemoveWatcher(uint64_t watcher_id) {
   }
 }
 
+void RouterHub::EndWatchers() {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, watcher] : watchers_) {
+    watcher->End();
+  }
+}
+
 void RouterHub::PublishLocked() {
   if (watchers_.empty()) {
     return;

@@ -30,6 +30,8 @@ class WatchWriter {
   virtual ~WatchWriter() = default;
   // Queues the event and starts a write if none is in flight.
   virtual void Push(const relay::v1::WatchEvent& event) = 0;
+  // Ends the stream (the router is stopping).
+  virtual void End() = 0;
 };
 
 // The router core behind one lock, and the write side of every gateway link.
@@ -55,6 +57,9 @@ class RouterHub {
   // pushed to the writer, in order, until RemoveWatcher.
   uint64_t AddWatcher(std::shared_ptr<WatchWriter> writer) ABSL_LOCKS_EXCLUDED(mu_);
   void RemoveWatcher(uint64_t watcher_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Before the server shuts down: watchers' streams end at once rather than
+  // hold the shutdown to its deadline.
+  void EndWatchers() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Runs fn on the core under the lock (operators' views).
   template <typename Fn>

@@ -130,7 +130,12 @@ test('sessions: an agent on the other gateway is seen opening, and listed on its
 test('one call followed through the logs of gateway 2, the router and gateway 1, and counted in the metrics', async () => {
   const [account] = tabs.keys();
   const agent = await agentFor(account);
-  const durationBefore = await metric(`http://127.0.0.1:${gwAgents.port}/metrics`, 'relay_gateway_forward_duration_seconds_count');
+  const gwMetrics = `http://127.0.0.1:${gwAgents.port}/metrics`;
+  const series = ['relay_gateway_forward_duration_seconds_count', 'relay_gateway_mcp_messages_total{method="tools/call"}',
+    'relay_gateway_http_responses_total{code="200"}', 'relay_gateway_forward_outcomes_total{outcome="result"}'];
+  const before = await Promise.all(series.map((name) => metric(gwMetrics, name)));
+  const routerForwards = async () => (await Promise.all(stack.routers.map((r) => metric(r.metricsUrl, 'relay_router_forwards_total')))).reduce((a, b) => a + b, 0);
+  const forwardsBefore = await routerForwards();
   const { message } = await agent.callTool('get_view', {}, undefined, { headers: { 'x-request-id': 'req-e2e-42' } });
   assert.equal(message.result.content[0].text, `${account}: get_view`);
   const finished = await gwAgents.waitForLine((l) => {
@@ -151,8 +156,11 @@ test('one call followed through the logs of gateway 2, the router and gateway 1,
     return j.msg === 'call delivered to its tab' && j.call === call ? j : null;
   }, 'the tab gateway\'s line');
   assert.equal(delivered.tab_call, routed.tab_call);
-  const durationAfter = await metric(`http://127.0.0.1:${gwAgents.port}/metrics`, 'relay_gateway_forward_duration_seconds_count');
-  assert.equal(durationAfter - durationBefore, 1);
+  const after = await Promise.all(series.map((name) => metric(gwMetrics, name)));
+  series.forEach((name, i) => assert.equal(after[i] - before[i], 1, name));
+  assert.equal(await routerForwards() - forwardsBefore, 1);
+  const tabsByKind = await metric(`http://127.0.0.1:${gwTabs.port}/metrics`, 'relay_gateway_connections_by_kind{kind="tab"}');
+  assert.equal(tabsByKind, tabs.size);
 });
 
 test('a call that fails is watched with its reason and its call id', async () => {

@@ -425,6 +425,8 @@ TEST_F(RouterCoreTest, WatchersSeeLinksTabsSessionsAndFailedCalls) {
   Send(kAgentGateway, start);
   Outbox out;
   core_.EndSession("s1", out);
+  core_.EndSession("s1", out);  // ended already: no second event
+  Send(kAgentGateway, touch);   // a touch that raced the end opens nothing
   GatewayEvent down;
   down.mutable_tab_down()->set_tab_id(9);
   Send(kAgentGateway, down);
