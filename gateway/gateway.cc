@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <grpcpp/completion_queue.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cq_loop.h"
@@ -81,19 +82,14 @@ void Gateway::Parts::WatchCatalogue() {
     } else if (*changed) {
       auto after = catalogue->Get();
       common::LogInfo("catalogue changed");
-      std::vector<std::string> notices;
-      if (before->tools != after->tools) {
-        notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
-      }
-      if (before->resources != after->resources ||
-          before->resource_templates != after->resource_templates) {
-        notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/resources/list_changed"})");
-      }
-      if (before->prompts != after->prompts) {
-        notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/prompts/list_changed"})");
-      }
+      // Each stream hears of the lists that changed in its role's view only.
+      absl::flat_hash_map<std::string, std::vector<std::string>> by_role;
       for (auto& stream : streams.Snapshot()) {
-        for (const std::string& notice : notices) {
+        auto [it, fresh] = by_role.try_emplace(stream->role());
+        if (fresh) {
+          it->second = ListChangedNotices(before->View(stream->role()), after->View(stream->role()));
+        }
+        for (const std::string& notice : it->second) {
           stream->PostNotice(notice);
         }
       }

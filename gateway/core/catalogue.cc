@@ -3,9 +3,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gateway/core/jsonrpc.h"
 #include "nlohmann/json.hpp"
@@ -13,8 +16,10 @@
 namespace relay::gateway {
 namespace {
 
-absl::StatusOr<std::string> CheckList(const nlohmann::json& list, absl::string_view member,
-                                      absl::string_view key) {
+// Checks a member's list: objects with a string key, and "roles" (when
+// present) an array of strings.
+absl::Status CheckList(const nlohmann::json& list, absl::string_view member,
+                       absl::string_view key) {
   if (!list.is_array()) {
     return absl::InvalidArgumentError(absl::StrCat("\"", member, "\" must be an array"));
   }
@@ -25,8 +30,37 @@ absl::StatusOr<std::string> CheckList(const nlohmann::json& list, absl::string_v
       return absl::InvalidArgumentError(
           absl::StrCat("\"", member, "\"[", i, "] must be an object with a string \"", key, "\""));
     }
+    auto roles = item.find("roles");
+    if (roles != item.end() &&
+        (!roles->is_array() ||
+         !std::all_of(roles->begin(), roles->end(), [](const auto& r) { return r.is_string(); }))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", member, "\"[", i, "].roles must be an array of strings"));
+    }
   }
-  return DumpJson(list);
+  return absl::OkStatus();
+}
+
+bool Restricted(const nlohmann::json& item) { return item.contains("roles"); }
+
+bool Lists(const nlohmann::json& item, const std::string& role) {
+  const nlohmann::json& roles = item["roles"];
+  return std::any_of(roles.begin(), roles.end(), [&](const auto& r) { return r == role; });
+}
+
+// The items an agent with role sees (role empty: the base view), without "roles".
+std::string ViewOf(const nlohmann::json& list, const std::string* role) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& item : list) {
+    if (!Restricted(item)) {
+      out.push_back(item);
+    } else if (role != nullptr && Lists(item, *role)) {
+      nlohmann::json copy = item;
+      copy.erase("roles");
+      out.push_back(std::move(copy));
+    }
+  }
+  return DumpJson(out);
 }
 
 int64_t Stamp(const std::string& path) {
@@ -59,23 +93,150 @@ absl::StatusOr<Catalogue> Catalogue::Parse(absl::string_view text) {
   struct Member {
     const char* name;
     const char* key;
-    std::string* out;
+    std::string CatalogueView::*view;
+    absl::flat_hash_map<std::string, std::vector<std::string>>* restricted;
   };
-  for (const Member& m : {Member{"tools", "name", &catalogue.tools},
-                          Member{"resources", "uri", &catalogue.resources},
-                          Member{"resourceTemplates", "uriTemplate", &catalogue.resource_templates},
-                          Member{"prompts", "name", &catalogue.prompts}}) {
+  const Member members[] = {
+      {"tools", "name", &CatalogueView::tools, &catalogue.tool_roles},
+      {"resources", "uri", &CatalogueView::resources, &catalogue.resource_roles},
+      {"resourceTemplates", "uriTemplate", &CatalogueView::resource_templates,
+       &catalogue.template_roles},
+      {"prompts", "name", &CatalogueView::prompts, &catalogue.prompt_roles}};
+  std::set<std::string> roles;
+  for (const Member& m : members) {
     auto it = doc.find(m.name);
     if (it == doc.end()) {
       continue;
     }
-    auto list = CheckList(*it, m.name, m.key);
-    if (!list.ok()) {
-      return list.status();
+    if (absl::Status checked = CheckList(*it, m.name, m.key); !checked.ok()) {
+      return checked;
     }
-    *m.out = *std::move(list);
+    std::set<std::string> open;
+    for (const nlohmann::json& item : *it) {
+      const std::string& key = item[m.key].get_ref<const std::string&>();
+      if (!Restricted(item)) {
+        open.insert(key);
+        if (m.view == &CatalogueView::resource_templates) {
+          catalogue.open_templates.push_back(key);
+        }
+        continue;
+      }
+      std::vector<std::string>& seen_by = (*m.restricted)[key];  // "roles": [] is no one
+      for (const auto& role : item["roles"]) {
+        roles.insert(role.get<std::string>());
+        seen_by.push_back(role.get<std::string>());
+      }
+    }
+    // A key that an entry for everyone also has is not hidden from anyone.
+    for (const std::string& key : open) {
+      m.restricted->erase(key);
+    }
+  }
+  for (const Member& m : members) {
+    auto it = doc.find(m.name);
+    const nlohmann::json empty = nlohmann::json::array();
+    const nlohmann::json& list = it == doc.end() ? empty : *it;
+    catalogue.*m.view = ViewOf(list, nullptr);
+    for (const std::string& role : roles) {
+      catalogue.by_role[role].*m.view = ViewOf(list, &role);
+    }
   }
   return catalogue;
+}
+
+const CatalogueView& Catalogue::View(absl::string_view role) const {
+  auto it = by_role.find(role);
+  return it == by_role.end() ? *this : it->second;
+}
+
+bool Catalogue::Hides(Kind kind, absl::string_view role, absl::string_view name) const {
+  auto hidden_by = [&](const absl::flat_hash_map<std::string, std::vector<std::string>>& map,
+                       const std::string& key) {
+    auto it = map.find(key);
+    return it != map.end() && std::find(it->second.begin(), it->second.end(), role) == it->second.end();
+  };
+  std::string key(name);
+  switch (kind) {
+    case Kind::kTool:
+      return hidden_by(tool_roles, key);
+    case Kind::kPrompt:
+      return hidden_by(prompt_roles, key);
+    case Kind::kResource:
+      break;
+  }
+  if (hidden_by(resource_roles, key) || hidden_by(template_roles, key)) {
+    return true;
+  }
+  if (template_roles.empty()) {
+    return false;
+  }
+  // A URI that an entry for everyone serves is not hidden; else one that a
+  // template hidden from role matches is.
+  for (const std::string& open : open_templates) {
+    if (MatchesUriTemplate(open, name, /*if_unsure=*/false)) {
+      return false;
+    }
+  }
+  for (const auto& [uri_template, seen_by] : template_roles) {
+    if (std::find(seen_by.begin(), seen_by.end(), role) == seen_by.end() &&
+        MatchesUriTemplate(uri_template, name, /*if_unsure=*/true)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> ListChangedNotices(const CatalogueView& before,
+                                            const CatalogueView& after) {
+  std::vector<std::string> notices;
+  if (before.tools != after.tools) {
+    notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+  }
+  if (before.resources != after.resources ||
+      before.resource_templates != after.resource_templates) {
+    notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/resources/list_changed"})");
+  }
+  if (before.prompts != after.prompts) {
+    notices.push_back(R"({"jsonrpc":"2.0","method":"notifications/prompts/list_changed"})");
+  }
+  return notices;
+}
+
+namespace {
+
+bool MatchFrom(absl::string_view t, absl::string_view u, int& budget, bool if_unsure) {
+  while (!t.empty()) {
+    if (--budget < 0) {
+      return if_unsure;
+    }
+    if (t[0] == '{') {
+      size_t close = t.find('}');
+      if (close == absl::string_view::npos) {
+        return t == u;
+      }
+      absl::string_view rest = t.substr(close + 1);
+      for (size_t n = 1; n <= u.size(); ++n) {
+        if (MatchFrom(rest, u.substr(n), budget, if_unsure)) {
+          return true;
+        }
+      }
+      return false;
+    }
+    absl::string_view literal = t.substr(0, t.find('{'));
+    if (!absl::StartsWith(u, literal)) {
+      return false;
+    }
+    t.remove_prefix(literal.size());
+    u.remove_prefix(literal.size());
+  }
+  return u.empty();
+}
+
+}  // namespace
+
+bool MatchesUriTemplate(absl::string_view uri_template, absl::string_view uri, bool if_unsure) {
+  int budget = 100000;
+  return MatchFrom(uri_template, uri, budget, if_unsure);
 }
 
 absl::StatusOr<std::unique_ptr<CatalogueFile>> CatalogueFile::Open(std::string path) {

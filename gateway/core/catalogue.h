@@ -4,27 +4,65 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
 namespace relay::gateway {
 
-// The lists the gateway answers itself, kept as ready-made JSON arrays so that
-// a list request costs a string copy, not a serialization.
-struct Catalogue {
+// The lists one agent may see, kept as ready-made JSON arrays so that a list
+// request costs a string copy, not a serialization.
+struct CatalogueView {
   std::string tools = "[]";
   std::string resources = "[]";
   std::string resource_templates = "[]";
   std::string prompts = "[]";
+  friend bool operator==(const CatalogueView&, const CatalogueView&) = default;
+};
+
+// The catalogue: what every agent sees (the base view: entries without
+// "roles"), and for each role an entry names, that role's view (the base and
+// the entries that list the role). "roles" itself is not shown to agents. An
+// entry hidden from a role does not exist for its agents: their calls to it
+// get the error of an unknown name.
+struct Catalogue : CatalogueView {
+  enum class Kind { kTool, kPrompt, kResource };
 
   // Parses tools.json: {"tools":[…],"resources":[…],"resourceTemplates":[…],
   // "prompts":[…]} with every member optional, or a bare array of tools.
   // Each item must be an object with a string "name" (resources: "uri",
-  // templates: "uriTemplate").
+  // templates: "uriTemplate"), and "roles", when present, an array of strings.
   static absl::StatusOr<Catalogue> Parse(absl::string_view text);
+
+  // The lists an agent with this role sees (the base view for a role no entry names).
+  const CatalogueView& View(absl::string_view role) const;
+  // Whether the tool or prompt named name, or the resource at uri (an entry's
+  // "uri", or one its "uriTemplate" matches; for kResource a template itself
+  // too), is hidden from role.
+  bool Hides(Kind kind, absl::string_view role, absl::string_view name) const;
+
+  absl::flat_hash_map<std::string, CatalogueView> by_role;
+  // Restricted entries: key (name, uri or template) -> the roles that see it.
+  // Keys that an entry without roles also has are not restricted.
+  absl::flat_hash_map<std::string, std::vector<std::string>> tool_roles, prompt_roles,
+      resource_roles, template_roles;
+  // Templates any agent sees: a URI one of them matches is never hidden.
+  std::vector<std::string> open_templates;
 };
+
+// The list_changed notifications an agent whose view went from before to
+// after must hear (none when its view did not change).
+std::vector<std::string> ListChangedNotices(const CatalogueView& before,
+                                            const CatalogueView& after);
+
+// Whether uri matches an RFC 6570 template, each {expression} standing for one
+// or more characters. Bounded work: past it, a pathological pair answers
+// if_unsure (hiding errs toward hidden).
+bool MatchesUriTemplate(absl::string_view uri_template, absl::string_view uri,
+                        bool if_unsure = true);
 
 // The catalogue file, re-read when its modification time or size changes.
 // Thread-safe.

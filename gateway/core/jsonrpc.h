@@ -15,6 +15,7 @@ inline constexpr int kParseError = -32700;
 inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
+inline constexpr int kResourceNotFound = -32002;  // MCP: resources/read of an unknown URI
 inline constexpr int kInternalError = -32603;
 inline constexpr int kNoTab = -32002;  // MCP-SURFACE.md: forwarded method, no tab
 

@@ -246,6 +246,10 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
 
   const std::string& method = message.method;
   if (IsForwarded(method)) {
+    if (auto hidden = RefuseHidden(message, headers.role)) {
+      decision.action = *std::move(hidden);
+      return decision;
+    }
     ForwardPlan plan;
     plan.is_tool_call = method == "tools/call";
     plan.request.account = account;
@@ -276,6 +280,11 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
       decision.action = JsonReply(200, EncodeError(message.id, kInvalidParams, "params.uri is required"));
       return decision;
     }
+    if (catalogue_.Get()->Hides(Catalogue::Kind::kResource, headers.role, *uri)) {
+      decision.action = JsonReply(
+          200, EncodeError(message.id, kResourceNotFound, absl::StrCat("Resource not found: ", *uri)));
+      return decision;
+    }
     effect.kind = method == "resources/subscribe" ? SessionEffect::Kind::kSubscribe
                                                   : SessionEffect::Kind::kUnsubscribe;
     effect.value = *uri;
@@ -299,19 +308,20 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     return decision;
   }
   std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
+  const CatalogueView& view = catalogue->View(headers.role);
   const std::string* list = nullptr;
   absl::string_view member;
   if (method == "tools/list") {
-    list = &catalogue->tools;
+    list = &view.tools;
     member = "tools";
   } else if (method == "resources/list") {
-    list = &catalogue->resources;
+    list = &view.resources;
     member = "resources";
   } else if (method == "resources/templates/list") {
-    list = &catalogue->resource_templates;
+    list = &view.resource_templates;
     member = "resourceTemplates";
   } else if (method == "prompts/list") {
-    list = &catalogue->prompts;
+    list = &view.prompts;
     member = "prompts";
   }
   if (list != nullptr) {
@@ -322,6 +332,43 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
   decision.action = JsonReply(200, EncodeError(message.id, kMethodNotFound,
                                           absl::StrCat("Method not found: ", method)));
   return decision;
+}
+
+std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
+                                                     absl::string_view role) const {
+  std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
+  using Kind = Catalogue::Kind;
+  auto refuse = [&](int code, std::string text) {
+    return JsonReply(200, EncodeError(message.id, code, text));
+  };
+  const std::string& method = message.method;
+  if (method == "tools/call") {
+    const std::string* name = StringParam(message.params, "name");
+    if (name != nullptr && catalogue->Hides(Kind::kTool, role, *name)) {
+      return refuse(kInvalidParams, absl::StrCat("Unknown tool: ", *name));
+    }
+  } else if (method == "prompts/get") {
+    const std::string* name = StringParam(message.params, "name");
+    if (name != nullptr && catalogue->Hides(Kind::kPrompt, role, *name)) {
+      return refuse(kInvalidParams, absl::StrCat("Unknown prompt: ", *name));
+    }
+  } else if (method == "resources/read") {
+    const std::string* uri = StringParam(message.params, "uri");
+    if (uri != nullptr && catalogue->Hides(Kind::kResource, role, *uri)) {
+      return refuse(kResourceNotFound, absl::StrCat("Resource not found: ", *uri));
+    }
+  } else if (method == "completion/complete" && message.params.is_object()) {
+    auto ref = message.params.find("ref");
+    if (ref != message.params.end() && ref->is_object()) {
+      const std::string* name = StringParam(*ref, "name");
+      const std::string* uri = StringParam(*ref, "uri");
+      if ((name != nullptr && catalogue->Hides(Kind::kPrompt, role, *name)) ||
+          (uri != nullptr && catalogue->Hides(Kind::kResource, role, *uri))) {
+        return refuse(kInvalidParams, "Unknown reference");
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 std::variant<HttpReply, StreamPlan> McpDispatcher::HandleGet(const std::string& account,

@@ -28,11 +28,13 @@ struct DispatchOptions {
   std::string server_version = "0.1.0";
 };
 
-// The request headers the agent side cares about.
+// What the agent side knows of a request besides its body: its headers, and
+// the role its bearer token has (agent/verify), which picks the catalogue view.
 struct AgentHeaders {
   std::optional<std::string> session_id;        // Mcp-Session-Id
   std::optional<std::string> protocol_version;  // MCP-Protocol-Version
   bool accepts_sse = false;                     // Accept has text/event-stream
+  std::string role;                             // the token's role; "" when none
 };
 
 // An HTTP answer the gateway gives without asking anyone.
@@ -140,6 +142,9 @@ class McpDispatcher {
                            nlohmann::json batch) const;
   PostDecision Decide(const std::string& account, const AgentHeaders& headers,
                       RpcMessage message) const;
+  // A forwarded request that names an entry hidden from role: the error of an
+  // unknown name, as if the entry did not exist.
+  std::optional<HttpReply> RefuseHidden(const RpcMessage& message, absl::string_view role) const;
   PostDecision HandleMessage(const std::string& account, const AgentHeaders& headers,
                              RpcMessage message) const;
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;

@@ -46,7 +46,7 @@ void AgentAdmission::Check(absl::string_view authorization,
 void AgentAdmission::OnVerdict(AuthVerdict verdict, const std::string& address) {
   switch (verdict.kind) {
     case AuthVerdict::Kind::kOk:
-      return owner_.OnAdmitted(std::move(verdict.user));
+      return owner_.OnAdmitted(std::move(verdict.user), std::move(verdict.role));
     case AuthVerdict::Kind::kInvalid:
       state_.metrics.unauthorized.Add();
       return owner_.OnRefused(RequestGate::RefuseInvalidToken());

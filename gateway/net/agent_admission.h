@@ -25,7 +25,8 @@ class AgentAdmission {
     virtual ~Owner() = default;
     // Held while authsvc is asked.
     virtual std::shared_ptr<void> KeepAlive() = 0;
-    virtual void OnAdmitted(std::string account) = 0;
+    // role: the token's (agent/verify), which picks the catalogue view.
+    virtual void OnAdmitted(std::string account, std::string role) = 0;
     virtual void OnRefused(const GateDecision& refusal) = 0;
   };
 

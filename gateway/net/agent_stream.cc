@@ -18,9 +18,9 @@ namespace {
 }  // namespace
 
 AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
-                         std::string account, std::string session)
+                         std::string account, std::string role, std::string session)
     : stream_(std::move(stream)), state_(state), slot_(std::move(slot)),
-      account_(std::move(account)), session_(std::move(session)),
+      account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            MaxQueuedBytes(state.options)) {}
 

@@ -23,7 +23,7 @@ namespace relay::gateway {
 class AgentStream : public std::enable_shared_from_this<AgentStream>, public WriterOwner {
  public:
   AgentStream(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
-              std::string account, std::string session);
+              std::string account, std::string role, std::string session);
 
   // On the strand: registers the stream, answers the GET, tells the router
   // (which replays what came after last_event_id).
@@ -33,6 +33,8 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   void PostEvent(uint64_t event_id, std::string message);
   // A notification of this gateway's own (the catalogue changed).
   void PostNotice(std::string message);
+  // The token's role (immutable: any thread).
+  const std::string& role() const { return role_; }
   // The link to shard came back: announce the stream again if its account is there.
   void PostReannounce(size_t shard);
   // The session was ended (DELETE): if this is its stream, it ends.
@@ -57,6 +59,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   GatewayState& state_;
   ConnectionSlot slot_;
   const std::string account_;
+  const std::string role_;  // the token's: which catalogue changes this stream hears of
   const std::string session_;
   ResponseWriter out_;
   std::string scratch_;  // what the agent sends on a stream is read and dropped

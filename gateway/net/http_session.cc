@@ -127,8 +127,9 @@ void HttpSession::OnRefused(const GateDecision& refusal) {
   Refuse(refusal);
 }
 
-void HttpSession::OnAdmitted(std::string account) {
+void HttpSession::OnAdmitted(std::string account, std::string role) {
   account_ = std::move(account);
+  headers_.role = std::move(role);
   headers_.session_id = in_.Header("mcp-session-id");
   headers_.protocol_version = in_.Header("mcp-protocol-version");
   auto accept = in_.Header(http::field::accept);
@@ -238,7 +239,8 @@ void HttpSession::OpenStream(const std::string& session) {
   phase_ = Phase::kClosed;
   StopTimer();
   out_.Stop();
-  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_, session)
+  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
+                                headers_.role, session)
       ->Run(last_event_id);
 }
 

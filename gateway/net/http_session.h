@@ -48,7 +48,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
 
   // AgentAdmission::Owner, ReaderOwner and WriterOwner.
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
-  void OnAdmitted(std::string account) override;
+  void OnAdmitted(std::string account, std::string role) override;
   void OnRefused(const GateDecision& refusal) override;
   void OnHeader() override;
   void OnBody() override;

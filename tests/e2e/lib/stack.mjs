@@ -204,9 +204,11 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
   };
   try {
     const hostapiEnv = { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile };
-    for (const user of users) {
+    // "name" or "name:role" (the account's role, which its tokens and tabs carry).
+    for (const entry of users) {
+      const [user, role] = entry.split(':');
       const password = randomBytes(12).toString('hex');
-      execFileSync(join(hostapiDir, 'bin', 'hostapi'), ['user:add', user, password], { env: { ...process.env, ...hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+      execFileSync(join(hostapiDir, 'bin', 'hostapi'), ['user:add', user, password, ...(role ? [role] : [])], { env: { ...process.env, ...hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
       stack.passwords[user] = password;
     }
     stack.hostapiEnv = hostapiEnv;

@@ -82,6 +82,52 @@ TEST_F(CatalogueFileTest, KeepsTheLastGoodCatalogueWhenTheFileBreaks) {
   EXPECT_EQ(nlohmann::json::parse((*file)->Get()->tools)[0]["name"], "a");
 }
 
+TEST(Catalogue, RolesMustBeAnArrayOfStrings) {
+  EXPECT_FALSE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":"editor"}]})").ok());
+  EXPECT_FALSE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":[1]}]})").ok());
+  EXPECT_TRUE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":[]}]})").ok());
+}
+
+TEST(Catalogue, AnEntryForEveryoneWithTheSameNameIsNotHidden) {
+  auto c = Catalogue::Parse(
+      R"({"tools":[{"name":"a","roles":["editor"]},{"name":"a"}],"prompts":[{"name":"p","roles":[]}]})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->Hides(Catalogue::Kind::kTool, "viewer", "a"));
+  EXPECT_TRUE(c->Hides(Catalogue::Kind::kPrompt, "viewer", "p"));  // roles [] : no one
+  EXPECT_TRUE(c->Hides(Catalogue::Kind::kPrompt, "", "p"));
+}
+
+TEST(Catalogue, ARoleNoEntryNamesSeesTheBaseView) {
+  auto c = Catalogue::Parse(R"({"tools":[{"name":"a"},{"name":"b","roles":["editor"]}]})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->View("stranger").tools, R"([{"name":"a"}])");
+  EXPECT_EQ(c->View("").tools, R"([{"name":"a"}])");
+  EXPECT_EQ(c->View("editor").tools, R"([{"name":"a"},{"name":"b"}])");
+}
+
+TEST(Catalogue, ListChangedOnlyForTheListsThatChangedInAView) {
+  auto before = Catalogue::Parse(R"({"tools":[{"name":"a"},{"name":"b","roles":["editor"]}]})");
+  auto after = Catalogue::Parse(R"({"tools":[{"name":"a"},{"name":"c","roles":["editor"]}]})");
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_TRUE(ListChangedNotices(before->View("viewer"), after->View("viewer")).empty());
+  auto notices = ListChangedNotices(before->View("editor"), after->View("editor"));
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("notifications/tools/list_changed"), std::string::npos);
+}
+
+TEST(UriTemplate, ExpressionsStandForOneOrMoreCharacters) {
+  EXPECT_TRUE(MatchesUriTemplate("draft://{id}", "draft://42"));
+  EXPECT_FALSE(MatchesUriTemplate("draft://{id}", "draft://"));
+  EXPECT_TRUE(MatchesUriTemplate("file:///{dir}/{name}.txt", "file:///a/b/c.txt"));
+  EXPECT_FALSE(MatchesUriTemplate("file:///{dir}/{name}.txt", "file:///a.md"));
+  // Pathological: bounded, and the answer is the one asked for when unsure.
+  std::string many;
+  for (int i = 0; i < 30; ++i) many += "{x}";
+  std::string uri(5000, 'a');
+  EXPECT_TRUE(MatchesUriTemplate(many + "b", uri, /*if_unsure=*/true));
+  EXPECT_FALSE(MatchesUriTemplate(many + "b", uri, /*if_unsure=*/false));
+}
+
 TEST(CatalogueFile, MissingFileFailsToOpen) {
   EXPECT_FALSE(CatalogueFile::Open("/nonexistent/tools.json").ok());
 }

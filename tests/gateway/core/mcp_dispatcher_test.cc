@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace relay::gateway {
 namespace {
@@ -32,7 +34,7 @@ class McpDispatcherTest : public ::testing::Test {
   PostDecision Decide(const std::string& body, std::optional<std::string> session = std::nullopt,
                       std::optional<std::string> version = std::nullopt,
                       const std::string& account = "alice") {
-    return dispatcher_->HandlePost(account, AgentHeaders{session, version, true}, body);
+    return dispatcher_->HandlePost(account, AgentHeaders{session, version, true, role_}, body);
   }
   HttpReply Reply(const std::variant<HttpReply, ForwardPlan>& d) {
     EXPECT_TRUE(std::holds_alternative<HttpReply>(d));
@@ -44,6 +46,7 @@ class McpDispatcherTest : public ::testing::Test {
         .session_id;
   }
 
+  std::string role_;  // the token's role of the requests Decide makes
   SessionIdSigner signer_{"test-secret"};
   EndedSessions ended_;
   std::string path_;
@@ -129,9 +132,9 @@ TEST_F(McpDispatcherTest, ParseErrorIs400WithJsonRpcError) {
 }
 
 TEST_F(McpDispatcherTest, DeleteEndsAValidSession) {
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize(), {}, false}).status, 204);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize(), {}, false, ""}).status, 204);
   EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{}).status, 400);
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize("bob"), {}, false}).status,
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize("bob"), {}, false, ""}).status,
             404);
 }
 
@@ -179,6 +182,79 @@ TEST_F(McpDispatcherTest, SessionEffects) {
   EXPECT_EQ(reply.effect.tab_request_id, "7");
   PostDecision level = Decide(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}})", session);
   EXPECT_EQ(nlohmann::json::parse(std::get<HttpReply>(level.action).body)["error"]["code"], kInvalidParams);
+}
+
+// The catalogue as MCP-SURFACE.md's roles make it: entries of every kind for
+// editors only, beside entries for everyone.
+constexpr char kRoleCatalogue[] = R"({
+  "tools": [{"name":"get_view"}, {"name":"edit","roles":["editor"]}],
+  "resources": [{"uri":"doc://readme"}, {"uri":"doc://secret","roles":["editor","owner"]}],
+  "resourceTemplates": [{"uriTemplate":"draft://{id}","roles":["editor"]}],
+  "prompts": [{"name":"summarize"}, {"name":"rewrite","roles":["editor"]}]
+})";
+
+TEST_F(McpDispatcherTest, ListsShowEachRoleItsViewWithoutTheRolesKey) {
+  std::ofstream(path_) << kRoleCatalogue;
+  ASSERT_TRUE(*catalogue_->Refresh());
+  std::string session = Initialize();
+  auto list = [&](const char* method, const char* member) {
+    auto body = nlohmann::json::parse(Reply(Post(
+        absl::StrCat(R"({"jsonrpc":"2.0","id":1,"method":")", method, R"("})"), session)).body);
+    std::vector<std::string> keys;
+    for (const auto& item : body["result"][member]) {
+      EXPECT_FALSE(item.contains("roles"));
+      keys.push_back(item.contains("name")          ? item["name"].get<std::string>()
+                     : item.contains("uri")         ? item["uri"].get<std::string>()
+                                                    : item["uriTemplate"].get<std::string>());
+    }
+    return keys;
+  };
+  using V = std::vector<std::string>;
+  role_ = "viewer";
+  EXPECT_EQ(list("tools/list", "tools"), (V{"get_view"}));
+  EXPECT_EQ(list("resources/list", "resources"), (V{"doc://readme"}));
+  EXPECT_EQ(list("resources/templates/list", "resourceTemplates"), V{});
+  EXPECT_EQ(list("prompts/list", "prompts"), (V{"summarize"}));
+  role_ = "editor";
+  EXPECT_EQ(list("tools/list", "tools"), (V{"get_view", "edit"}));
+  EXPECT_EQ(list("resources/list", "resources"), (V{"doc://readme", "doc://secret"}));
+  EXPECT_EQ(list("resources/templates/list", "resourceTemplates"), (V{"draft://{id}"}));
+  EXPECT_EQ(list("prompts/list", "prompts"), (V{"summarize", "rewrite"}));
+  role_ = "owner";
+  EXPECT_EQ(list("resources/list", "resources"), (V{"doc://readme", "doc://secret"}));
+  EXPECT_EQ(list("tools/list", "tools"), (V{"get_view"}));
+}
+
+TEST_F(McpDispatcherTest, AHiddenEntryAnswersAsAnUnknownNameAndIsNeverForwarded) {
+  std::ofstream(path_) << kRoleCatalogue;
+  ASSERT_TRUE(*catalogue_->Refresh());
+  std::string session = Initialize();
+  auto call = [&](const std::string& method, const std::string& params) {
+    return Post(absl::StrCat(R"({"jsonrpc":"2.0","id":5,"method":")", method, R"(","params":)",
+                             params, "}"),
+                session);
+  };
+  auto error = [&](const std::variant<HttpReply, ForwardPlan>& d) {
+    return nlohmann::json::parse(Reply(d).body)["error"];
+  };
+  role_ = "viewer";
+  EXPECT_EQ(error(call("tools/call", R"({"name":"edit"})"))["message"], "Unknown tool: edit");
+  EXPECT_EQ(error(call("tools/call", R"({"name":"edit"})"))["code"], -32602);
+  EXPECT_EQ(error(call("prompts/get", R"({"name":"rewrite"})"))["message"], "Unknown prompt: rewrite");
+  EXPECT_EQ(error(call("resources/read", R"({"uri":"doc://secret"})"))["code"], -32002);
+  EXPECT_EQ(error(call("resources/read", R"({"uri":"draft://42"})"))["code"], -32002);
+  EXPECT_EQ(error(call("resources/subscribe", R"({"uri":"draft://42"})"))["code"], -32002);
+  EXPECT_EQ(error(call("completion/complete",
+                       R"({"ref":{"type":"ref/resource","uri":"draft://{id}"},"argument":{"name":"id","value":"4"}})"))["code"],
+            -32602);
+  // What the role sees, and names the catalogue does not list, go to the tab as before.
+  EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("tools/call", R"({"name":"get_view"})")));
+  EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("resources/read", R"({"uri":"doc://readme"})")));
+  EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("tools/call", R"({"name":"dynamic"})")));
+  role_ = "editor";
+  EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("tools/call", R"({"name":"edit"})")));
+  EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("resources/read", R"({"uri":"draft://42"})")));
+  EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("prompts/get", R"({"name":"rewrite"})")));
 }
 
 }  // namespace
