@@ -48,6 +48,17 @@
     copyCommand: $('copy-command'),
     copyNote: $('copy-note'),
     tokenDone: $('token-done'),
+    openTokens: $('open-tokens'),
+    closeTokens: $('close-tokens'),
+    tokensDialog: $('tokens-dialog'),
+    tokenForm: $('token-form'),
+    tokenName: $('token-name'),
+    tokenDays: $('token-days'),
+    tokenList: $('token-list'),
+    tokenListEmpty: $('token-list-empty'),
+    badge: $('agent-badge'),
+    badgeCount: $('agent-badge-count'),
+    badgeWord: $('agent-badge-word'),
   };
 
   // ---------------------------------------------------------------- relay address
@@ -148,6 +159,7 @@
 
   function sessionLost() {
     hideToken();
+    if (ui.tokensDialog.open) ui.tokensDialog.close();
     showLogin('Your session has ended. Please sign in again.');
   }
 
@@ -187,10 +199,20 @@
     setTimeout(() => element.classList.remove('flash'), 400);
   }
 
-  function note(text) {
+  // One line of "What the agent did": when, what, and for a change an Undo button.
+  function note(text, change) {
     const item = document.createElement('li');
     const time = new Date().toLocaleTimeString();
     item.textContent = time + ' ' + text;
+    if (change) {
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'undo-entry';
+      button.textContent = 'Undo';
+      button.addEventListener('click', () => undoEntry(change));
+      change.button = button;
+      item.appendChild(button);
+    }
     ui.activity.insertBefore(item, ui.activity.firstChild);
     while (ui.activity.children.length > ACTIVITY_MAX) {
       ui.activity.removeChild(ui.activity.lastChild);
@@ -221,9 +243,26 @@
   }
 
   function undoLast() {
-    const entry = undoStack.pop();
-    if (!entry) return;
+    const entry = undoStack[undoStack.length - 1];
+    if (entry) undoEntry(entry);
+  }
+
+  // Undoes one change of the agent's, the last or an older one from its activity line. A
+  // title the agent set is restored only while it is still the agent's (else the button
+  // says so); appended text is taken out where it still is.
+  function undoEntry(entry) {
+    const at = undoStack.indexOf(entry);
+    if (at < 0) return;
     if (entry.field === 'title') {
+      if (ui.title.value !== entry.after) {
+        if (entry.button) {
+          entry.button.disabled = true;
+          entry.button.textContent = 'Changed since';
+        }
+        undoStack.splice(at, 1);
+        renderUndo();
+        return;
+      }
       ui.title.value = entry.before;
       showTitle();
       flash(ui.title);
@@ -237,6 +276,11 @@
         if (at >= 0) ui.body.value = body.slice(0, at) + body.slice(at + entry.appended.length);
       }
       flash(ui.body);
+    }
+    undoStack.splice(at, 1);
+    if (entry.button) {
+      entry.button.disabled = true;
+      entry.button.textContent = 'Undone';
     }
     note('You undid: ' + entry.label + '.');
     renderUndo();
@@ -287,6 +331,7 @@
   const tools = {
     get_view() {
       const v = view();
+      note('Agent looked at the document.');
       return { content: [{ type: 'text', text: viewJson() }], structuredContent: { title: v.title, body: v.body } };
     },
 
@@ -296,10 +341,11 @@
       ui.title.value = args.title; // an <input> drops line breaks by itself
       const after = ui.title.value;
       if (after === before) return text('The title is already ' + JSON.stringify(after) + '; nothing changed.');
-      pushUndo({ field: 'title', before: before, after: after, label: 'title ' + quote(after) });
+      const change = { field: 'title', before: before, after: after, label: 'title ' + quote(after) };
+      pushUndo(change);
       showTitle();
       flash(ui.title);
-      note('Agent set the title to ' + quote(after) + '.');
+      note('Agent set the title to ' + quote(after) + '.', change);
       return text('The title is now ' + JSON.stringify(after) + '. The person can undo this.');
     },
 
@@ -310,9 +356,10 @@
       const after = before + args.text;
       ui.body.value = after;
       ui.body.scrollTop = ui.body.scrollHeight;
-      pushUndo({ field: 'body', before: before, after: after, appended: args.text, label: 'appended ' + quote(args.text, 24) });
+      const change = { field: 'body', before: before, after: after, appended: args.text, label: 'appended ' + quote(args.text, 24) };
+      pushUndo(change);
       flash(ui.body);
-      note('Agent appended ' + quote(args.text) + '.');
+      note('Agent appended ' + quote(args.text) + '.', change);
       return text('Appended ' + args.text.length + ' characters; the body is now ' + after.length +
         ' characters long. The person can undo this.');
     },
@@ -363,8 +410,16 @@
     ui.status.parentElement.className = 'state' + (kind ? ' ' + kind : '');
   }
 
+  // The count in the panel and the badge in the header (hidden while the agent is off).
   function setAgents(count) {
-    ui.agents.textContent = typeof count === 'number' ? String(count) : '–';
+    const known = typeof count === 'number';
+    ui.agents.textContent = known ? String(count) : '–';
+    ui.badge.hidden = !known;
+    if (known) {
+      ui.badgeCount.textContent = String(count);
+      ui.badgeWord.textContent = count === 1 ? 'agent' : 'agents';
+      ui.badge.className = 'badge' + (count === 0 ? ' none' : '');
+    }
   }
 
   function idKey(id) {
@@ -407,7 +462,7 @@
   function scheduleRetry(why) {
     const delay = Math.min(BACKOFF_MAX_S, BACKOFF_FIRST_S * Math.pow(2, conn.attempt));
     conn.attempt++;
-    setStatus(why + ' Trying again in ' + delay + ' s.', 'bad');
+    setStatus('Agent offline — reconnecting in ' + delay + ' s. (' + why + ')', 'bad');
     const generation = conn.generation;
     conn.retryTimer = setTimeout(() => {
       if (generation === conn.generation && ui.agentSwitch.checked) connect();
@@ -468,7 +523,7 @@
     conn.cancelled.clear();
     setAgents(null);
     if (conn.displaced || event.code === CLOSE_DISPLACED) {
-      stopAgent('Another tab took over the agent. Switch it on here again to take it back.');
+      stopAgent('An agent now works in your other tab. Switch it on here to take it back.');
       return;
     }
     if (!ui.agentSwitch.checked) {
@@ -513,7 +568,7 @@
       setAgents(typeof params.count === 'number' ? params.count : null);
     } else if (method === 'relay/displaced') {
       conn.displaced = true;
-      setStatus('Another tab took over the agent.', 'bad');
+      setStatus('An agent now works in your other tab.', 'bad');
     } else if (method === 'notifications/cancelled') {
       const key = idKey(params.requestId);
       if (conn.inFlight.has(key)) conn.cancelled.add(key);
@@ -560,12 +615,80 @@
     ui.tokenBox.hidden = true;
   }
 
-  ui.createToken.addEventListener('click', async () => {
+  function when(iso) {
+    return iso ? new Date(iso).toLocaleString() : 'never';
+  }
+
+  // The account's tokens: created, expires, last used, and Revoke (which stops the token at
+  // the agent's next request: the relay is told at once, HOST-API.md).
+  async function listTokens() {
+    let tokens;
+    try {
+      tokens = await api('agent-tokens', 'GET');
+    } catch (e) {
+      if (e.status === 401) return sessionLost();
+      ui.tokenError.textContent = 'Could not list the tokens: ' + e.message;
+      ui.tokenError.hidden = false;
+      return;
+    }
+    ui.tokenList.textContent = '';
+    for (const t of Array.isArray(tokens) ? tokens : []) {
+      const row = document.createElement('tr');
+      for (const cell of [t.name, when(t.createdAt), when(t.expiresAt), when(t.usedAt)]) {
+        const td = document.createElement('td');
+        td.textContent = String(cell);
+        row.appendChild(td);
+      }
+      const td = document.createElement('td');
+      const revoke = document.createElement('button');
+      revoke.type = 'button';
+      revoke.textContent = 'Revoke';
+      revoke.setAttribute('aria-label', 'Revoke ' + t.name);
+      revoke.addEventListener('click', async () => {
+        revoke.disabled = true;
+        try {
+          await api('agent-tokens/' + Number(t.id), 'DELETE');
+        } catch (e) {
+          if (e.status === 401) return sessionLost();
+          ui.tokenError.textContent = 'Could not revoke "' + t.name + '": ' + e.message;
+          ui.tokenError.hidden = false;
+        }
+        listTokens();
+      });
+      td.appendChild(revoke);
+      row.appendChild(td);
+      ui.tokenList.appendChild(row);
+    }
+    ui.tokenListEmpty.hidden = ui.tokenList.children.length > 0;
+  }
+
+  ui.openTokens.addEventListener('click', () => {
+    hideToken();
+    ui.tokenError.hidden = true;
+    ui.tokensDialog.showModal();
+    ui.tokenName.focus();
+    listTokens();
+  });
+  ui.closeTokens.addEventListener('click', () => {
+    hideToken();
+    ui.tokensDialog.close();
+  });
+  ui.tokensDialog.addEventListener('close', hideToken);
+
+  ui.tokenForm.addEventListener('submit', async (event) => {
+    event.preventDefault();
     ui.createToken.disabled = true;
     ui.tokenError.hidden = true;
     hideToken();
+    const name = ui.tokenName.value.trim();
+    if (name === '') {
+      ui.tokenError.textContent = 'Give the token a name, e.g. the agent and the machine it runs on.';
+      ui.tokenError.hidden = false;
+      ui.createToken.disabled = false;
+      return;
+    }
     try {
-      const made = await api('agent-tokens', 'POST', { name: 'demo' });
+      const made = await api('agent-tokens', 'POST', { name: name, days: Number(ui.tokenDays.value) });
       const url = relay.error ? 'RELAY_URL' : relay.http;
       ui.tokenValue.value = made.token;
       ui.tokenCommand.value = 'claude mcp add --transport http editor ' + shellWord(url) +
@@ -574,8 +697,10 @@
         ? 'It expires on ' + new Date(made.expiresAt).toLocaleDateString() + '.'
         : '';
       ui.tokenBox.hidden = false;
+      ui.tokenName.value = '';
       ui.tokenValue.focus();
       ui.tokenValue.select();
+      listTokens();
     } catch (e) {
       if (e.status === 401) {
         sessionLost();

@@ -245,6 +245,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
         ...(typeof gatewayArgs === 'function' ? gatewayArgs(i, stack) : gatewayArgs),
       ]);
       stack.procs.push(gateway);
+      gateway.args = gateway.child.spawnargs.slice(1);
       gateway.port = await gateway.listeningPort();
       gateway.url = `http://127.0.0.1:${gateway.port}/mcp`;
       gateway.wsUrl = `ws://127.0.0.1:${gateway.port}/mcp`;
@@ -257,6 +258,18 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     await stack.stop();
     throw error;
   }
+
+  // Starts gateway i again, with its arguments, on its port (after a kill or a stop).
+  stack.restartGateway = async (i) => {
+    const old = stack.gateways[i];
+    const args = old.args.map((a) => a.startsWith('--listen=') ? `--listen=127.0.0.1:${old.port}` : a);
+    const gateway = startProcess(`${old.name}b`, join(binDir, 'relay-gateway'), args);
+    stack.procs.push(gateway);
+    Object.assign(gateway, { args, port: await gateway.listeningPort(), url: old.url, wsUrl: old.wsUrl });
+    stack.gateways[i] = gateway;
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${gateway.port}/readyz`)).status === 200, `${gateway.name} ready`);
+    return gateway;
+  };
 
   // Stops the host API; restart() brings it back on the same port.
   stack.stopHostApi = async () => { await stack.hostapi.stop(); };
