@@ -190,6 +190,30 @@ grpc::ServerUnaryReactor* AuthService::GetStats(grpc::CallbackServerContext* con
   return reactor;
 }
 
+size_t AuthService::ForgetNow(const relay::v1::ForgetRequest& what) {
+  size_t dropped = 0;
+  relay::v1::Revocation revocation;
+  switch (what.what_case()) {
+    case relay::v1::ForgetRequest::kUser:
+      dropped = cache_.ForgetUser(what.user());
+      revocation.set_user(what.user());
+      break;
+    case relay::v1::ForgetRequest::kTokenSha256:
+      dropped = cache_.ForgetToken(what.token_sha256());
+      revocation.set_token_sha256(what.token_sha256());
+      break;
+    case relay::v1::ForgetRequest::WHAT_NOT_SET:
+      break;
+  }
+  // Before the answer: when the caller hears "done", every gateway that holds
+  // the stream has been sent the revocation.
+  if (revocation.what_case() != relay::v1::Revocation::WHAT_NOT_SET) {
+    Publish(revocation);
+  }
+  common::LogInfo("cache entries forgotten", {{"dropped", static_cast<uint64_t>(dropped)}});
+  return dropped;
+}
+
 grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* context,
                                               const relay::v1::ForgetRequest* request,
                                               relay::v1::ForgetResponse* response) {
@@ -198,26 +222,7 @@ grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* conte
     refused->Finish(common::DeniedUnless(common::kRoleOperator, "Auth.Forget"));
     return refused;
   }
-  size_t dropped = 0;
-  relay::v1::Revocation revocation;
-  switch (request->what_case()) {
-    case relay::v1::ForgetRequest::kUser:
-      dropped = cache_.ForgetUser(request->user());
-      revocation.set_user(request->user());
-      break;
-    case relay::v1::ForgetRequest::kTokenSha256:
-      dropped = cache_.ForgetToken(request->token_sha256());
-      revocation.set_token_sha256(request->token_sha256());
-      break;
-    case relay::v1::ForgetRequest::WHAT_NOT_SET:
-      break;
-  }
-  // Before the answer: when the operator hears "done", every gateway that
-  // holds the stream has been sent the revocation.
-  if (revocation.what_case() != relay::v1::Revocation::WHAT_NOT_SET) {
-    Publish(revocation);
-  }
-  common::LogInfo("cache entries forgotten", {{"dropped", static_cast<uint64_t>(dropped)}});
+  size_t dropped = ForgetNow(*request);
   response->set_dropped(static_cast<uint32_t>(dropped));
   auto* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

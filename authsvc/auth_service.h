@@ -27,6 +27,10 @@ class AuthService final : public relay::v1::Auth::CallbackService {
                                          relay::v1::RedeemTicketResponse* response) override;
   // Prometheus text of the service's counters.
   std::string RenderMetrics() const;
+  // Drops the cached verdicts of a user or a token (by SHA-256, lowercase hex)
+  // and pushes the revocation to every gateway watching; returns how many
+  // cache entries went. Forget (operators) and the host API's HTTP hook call it.
+  size_t ForgetNow(const relay::v1::ForgetRequest& what) ABSL_LOCKS_EXCLUDED(watchers_mu_);
 
   grpc::ServerUnaryReactor* Forget(grpc::CallbackServerContext* context,
                                    const relay::v1::ForgetRequest* request,

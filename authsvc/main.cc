@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "authsvc/auth_service.h"
+#include "authsvc/forget_hook.h"
 #include "authsvc/host_api_client.h"
 #include "common/flags.h"
 #include "common/grpc_server.h"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   auto work = boost::asio::make_work_guard(io);
   authsvc::HostApiOptions options;
   options.api_base = absl::GetFlag(FLAGS_api_base);
-  options.relay_key = *std::move(key);
+  options.relay_key = *key;  // also checks the host API's calls to POST /forget
   options.timeout = absl::GetFlag(FLAGS_upstream_timeout);
   options.max_connections = std::max(1, absl::GetFlag(FLAGS_upstream_connections));
   options.max_pending = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_pending_upstream)));
@@ -78,8 +79,15 @@ int main(int argc, char** argv) {
   common::LogListening(absl::GetFlag(FLAGS_listen), server->port);
   std::unique_ptr<common::MetricsServer> metrics;
   if (std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
-    auto started =
-        common::MetricsServer::Start(listen, [&service] { return service.RenderMetrics(); });
+    // Beside /metrics: POST /forget, the host API's revocation hook (forget_hook.h).
+    auto started = common::MetricsServer::Start(
+        listen, [&service] { return service.RenderMetrics(); },
+        [&service, relay_key = *key](const common::OperatorRequest& request) {
+          return authsvc::AnswerForgetHook(request, relay_key,
+                                           [&service](const relay::v1::ForgetRequest& what) {
+                                             return service.ForgetNow(what);
+                                           });
+        });
     if (!started.ok()) {
       common::Fatal(started.status().message());
     }

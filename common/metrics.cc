@@ -102,8 +102,8 @@ using tcp = asio::ip::tcp;
 // small, and this keeps the listener out of the services' hot paths.
 class BeastMetricsServer final : public MetricsServer {
  public:
-  BeastMetricsServer(std::function<std::string()> render)
-      : render_(std::move(render)), acceptor_(io_) {}
+  BeastMetricsServer(std::function<std::string()> render, OperatorHandler handler)
+      : render_(std::move(render)), handler_(std::move(handler)), acceptor_(io_) {}
 
   ~BeastMetricsServer() override {
     io_.stop();
@@ -175,6 +175,21 @@ class BeastMetricsServer final : public MetricsServer {
     });
   }
 
+  std::optional<OperatorReply> Route(const http::request<http::string_body>& request) {
+    if (handler_ == nullptr) {
+      return std::nullopt;
+    }
+    OperatorRequest r;
+    r.method = std::string(request.method_string());
+    r.target = std::string(request.target());
+    auto key = request.find("X-Relay-Key");
+    if (key != request.end()) {
+      r.relay_key = std::string(key->value());
+    }
+    r.body = request.body();
+    return handler_(r);
+  }
+
   void Answer(const std::shared_ptr<Exchange>& exchange) {
     auto& res = exchange->response;
     res.version(11);
@@ -188,6 +203,10 @@ class BeastMetricsServer final : public MetricsServer {
       res.result(http::status::ok);
       res.set(http::field::content_type, "text/plain; version=0.0.4");
       res.body() = render_();
+    } else if (std::optional<OperatorReply> reply = Route(exchange->request)) {
+      res.result(static_cast<http::status>(reply->status));
+      res.set(http::field::content_type, "application/json");
+      res.body() = std::move(reply->body);
     } else {
       res.result(http::status::not_found);
       res.set(http::field::content_type, "text/plain");
@@ -201,6 +220,7 @@ class BeastMetricsServer final : public MetricsServer {
   }
 
   std::function<std::string()> render_;
+  OperatorHandler handler_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_;
   asio::steady_timer retry_{io_};
@@ -210,8 +230,8 @@ class BeastMetricsServer final : public MetricsServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& listen, std::function<std::string()> render) {
-  auto server = std::make_unique<BeastMetricsServer>(std::move(render));
+    const std::string& listen, std::function<std::string()> render, OperatorHandler handler) {
+  auto server = std::make_unique<BeastMetricsServer>(std::move(render), std::move(handler));
   if (absl::Status status = server->Listen(listen); !status.ok()) {
     return status;
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,12 +59,28 @@ class MetricsText {
   std::string last_name_;
 };
 
+// A request to an operator port other than GET /metrics and /healthz.
+struct OperatorRequest {
+  std::string method;
+  std::string target;
+  std::string relay_key;  // the X-Relay-Key header, for routes only the host API may call
+  std::string body;
+};
+struct OperatorReply {
+  int status = 404;
+  std::string body;  // JSON
+};
+// Answers a route of its own, or nullopt (404).
+using OperatorHandler = std::function<std::optional<OperatorReply>(const OperatorRequest&)>;
+
 // A minimal HTTP listener for /metrics and /healthz on its own thread (router
-// and authsvc, whose main port speaks gRPC). render runs on that thread.
+// and authsvc, whose main port speaks gRPC). render and handler run on that
+// thread, one request at a time (bodies up to 1 MiB).
 class MetricsServer {
  public:
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              std::function<std::string()> render);
+                                                              std::function<std::string()> render,
+                                                              OperatorHandler handler = nullptr);
   virtual ~MetricsServer() = default;
   virtual int port() const = 0;
 };

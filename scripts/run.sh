@@ -11,6 +11,7 @@ api_port=${RELAY_DEMO_HOSTAPI_PORT:-8000}
 gw_port=${RELAY_DEMO_GATEWAY_PORT:-8080}
 router_port=${RELAY_DEMO_ROUTER_PORT:-7001}
 auth_port=${RELAY_DEMO_AUTHSVC_PORT:-7002}
+auth_ops_port=${RELAY_DEMO_AUTHSVC_METRICS_PORT:-9102}
 state="$root/.run"                     # secrets and demo data, mode 0700, git-ignored
 mkdir -p "$state" && chmod 700 "$state"
 export HOSTAPI_DATA="$state/hostapi-data" HOSTAPI_RELAY_KEY_FILE="$state/relay.key"
@@ -47,11 +48,14 @@ wait_listening() {  # wait_listening LOG: the first log line says "listening on"
 }
 
 # The relay the editor page may use, from the host API's own configuration.
+# A revoked token is forgotten by authsvc at once (its POST /forget, hostapi/src/relay_hook.php).
 HOSTAPI_RELAY_URLS="ws://127.0.0.1:$gw_port/mcp ws://localhost:$gw_port/mcp" \
+HOSTAPI_RELAY_FORGET_URLS="http://127.0.0.1:$auth_ops_port/forget" \
   start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public
 wait_listening "$state/hostapi.log"
 start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
-  --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key" "${tls_authsvc[@]}"
+  --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key" "${tls_authsvc[@]}" \
+  --metrics_listen="127.0.0.1:$auth_ops_port"
 start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port" "${tls_router[@]}"
 start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" "${tls_gateway[@]}" \
   --router_addrs="127.0.0.1:$router_port" --authsvc_addr="127.0.0.1:$auth_port" \

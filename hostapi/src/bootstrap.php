@@ -8,6 +8,7 @@ require_once __DIR__ . '/storage.php';
 require_once __DIR__ . '/http.php';
 require_once __DIR__ . '/users.php';
 require_once __DIR__ . '/tokens.php';
+require_once __DIR__ . '/relay_hook.php';
 require_once __DIR__ . '/tickets.php';
 require_once __DIR__ . '/brake.php';
 require_once __DIR__ . '/counters.php';

@@ -93,13 +93,14 @@ final class Tokens
         return array_map(fn(array $r): array => self::shown($r), array_values($this->live($userName)));
     }
 
-    /** Deletes the account's token with that id; false if it has none. */
+    /** Deletes the account's token with that id, and tells the relay; false if it has none. */
     public function revoke(string $userName, int $id): bool
     {
         foreach ($this->live($userName) as $hash => $record) {
             if ($record['id'] === $id) {
                 $deleted = $this->store->delete('tokens', $hash);
                 $this->changeIndex($userName, fn(array $hashes): array => array_diff($hashes, [$hash]));
+                RelayHook::forgetToken($hash);
                 return $deleted;
             }
         }

@@ -93,6 +93,7 @@ final class Users
             $this->store->write('users', $name, $user);
             $tokens->deleteAllOf($name);
         });
+        RelayHook::forgetUser($name);
     }
 
     /** Deletes the account; its tokens go with it. */
@@ -105,6 +106,7 @@ final class Users
             $this->store->delete('users', $name);
             $tokens->deleteAllOf($name);
         });
+        RelayHook::forgetUser($name);
     }
 
     private function checkNew(string $name, string $password, string $role): void

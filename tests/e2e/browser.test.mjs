@@ -19,6 +19,8 @@ before(async () => {
     catalogue: JSON.parse(readFileSync(join(repoRoot, 'hostapi/public/editor/tools.json'), 'utf8')),
     // The editor page is served by the host API; its origin is the tabs' origin.
     gatewayArgs: (i, s) => [`--allowed_origins=http://127.0.0.1:${s.hostapi.port}`],
+    // Revoking a token in the page tells authsvc at once, as compose and run.sh set it up.
+    forgetHook: true,
   });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -115,6 +117,12 @@ test("the person's view: tokens made and revoked in the dialog, the badge, what 
   const statusIs = (page, pattern) => page.waitForFunction((source) => new RegExp(source).test(document.querySelector('#status').textContent), pattern.source, { timeout: 20000 });
   const gwIndex = 0;
   const oldToken = await stack.mintToken('demo', 'old laptop');
+  // An agent already working with the token about to be revoked: its verdict is cached.
+  const oldClient = new Client({ name: 'old-laptop', version: '1.0.0' });
+  await oldClient.connect(new StreamableHTTPClientTransport(new URL(stack.gateways[0].url), {
+    requestInit: { headers: { Authorization: `Bearer ${oldToken}` } },
+  }));
+  await oldClient.listTools();
 
   // One browser profile, two tabs of it: they share the sign-in, as a person's tabs do.
   const context = await browser.newContext();
@@ -151,6 +159,8 @@ test("the person's view: tokens made and revoked in the dialog, the badge, what 
   const names = await page.$$eval('#token-list tr td:first-child', (tds) => tds.map((td) => td.textContent));
   assert.ok(names.includes('Claude Code on my laptop') && !names.includes('old laptop'), names.join(', '));
   await snap(page, 'token-revoked');
+  // Stopped at the agent's next request, not a cache lifetime later.
+  await assert.rejects(oldClient.listTools(), /invalid bearer token/);
   await page.click('#close-tokens');
   assert.equal(await page.inputValue('#token-value'), '', 'the token is not kept in the page');
 

@@ -172,7 +172,8 @@ export const defaultCatalogue = {
 };
 
 // The whole relay: host API, authsvc, router(s), gateway(s).
-export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], routerArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue } = {}) {
+// forgetHook: the host API tells authsvc of each revocation at once (POST /forget).
+export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], routerArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue, forgetHook = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'relay-e2e-'));
   const relayKeyFile = join(dir, 'relay.key');
   const secretFile = join(dir, 'session.secret');
@@ -223,6 +224,9 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     stack.authsvcPort = await stack.authsvc.listeningPort();
     const authMetrics = await stack.authsvc.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'authsvc metrics port');
     stack.authsvc.metricsUrl = `http://127.0.0.1:${authMetrics[1]}/metrics`;
+    if (forgetHook) {
+      writeFileSync(join(dir, 'hostapi-data', 'relay-forget-urls'), `http://127.0.0.1:${authMetrics[1]}/forget\n`, { mode: 0o600 });
+    }
 
     for (let i = 0; i < routers; i++) {
       const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router'), ...routerArgs]);
