@@ -32,10 +32,11 @@ absl::Status CheckList(const nlohmann::json& list, absl::string_view member,
     }
     auto roles = item.find("roles");
     if (roles != item.end() &&
-        (!roles->is_array() ||
-         !std::all_of(roles->begin(), roles->end(), [](const auto& r) { return r.is_string(); }))) {
+        (!roles->is_array() || !std::all_of(roles->begin(), roles->end(), [](const auto& r) {
+          return r.is_string() && !r.template get_ref<const std::string&>().empty();
+        }))) {
       return absl::InvalidArgumentError(
-          absl::StrCat("\"", member, "\"[", i, "].roles must be an array of strings"));
+          absl::StrCat("\"", member, "\"[", i, "].roles must be an array of non-empty strings"));
     }
   }
   return absl::OkStatus();
@@ -118,6 +119,8 @@ absl::StatusOr<Catalogue> Catalogue::Parse(absl::string_view text) {
         open.insert(key);
         if (m.view == &CatalogueView::resource_templates) {
           catalogue.open_templates.push_back(key);
+        } else if (m.view == &CatalogueView::resources) {
+          catalogue.open_resources.insert(key);
         }
         continue;
       }
@@ -131,6 +134,12 @@ absl::StatusOr<Catalogue> Catalogue::Parse(absl::string_view text) {
     for (const std::string& key : open) {
       m.restricted->erase(key);
     }
+  }
+  // Each role costs a copy of the lists: a catalogue is not a user directory.
+  constexpr size_t kMaxRoles = 64;
+  if (roles.size() > kMaxRoles) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the catalogue names ", roles.size(), " roles; at most ", kMaxRoles));
   }
   for (const Member& m : members) {
     auto it = doc.find(m.name);
@@ -166,6 +175,9 @@ bool Catalogue::Hides(Kind kind, absl::string_view role, absl::string_view name)
   }
   if (hidden_by(resource_roles, key) || hidden_by(template_roles, key)) {
     return true;
+  }
+  if (open_resources.contains(key)) {
+    return false;  // listed for everyone, even if a hidden template matches it too
   }
   if (template_roles.empty()) {
     return false;
@@ -204,39 +216,55 @@ std::vector<std::string> ListChangedNotices(const CatalogueView& before,
 
 namespace {
 
-bool MatchFrom(absl::string_view t, absl::string_view u, int& budget, bool if_unsure) {
-  while (!t.empty()) {
-    if (--budget < 0) {
-      return if_unsure;
-    }
-    if (t[0] == '{') {
-      size_t close = t.find('}');
-      if (close == absl::string_view::npos) {
-        return t == u;
-      }
-      absl::string_view rest = t.substr(close + 1);
-      for (size_t n = 1; n <= u.size(); ++n) {
-        if (MatchFrom(rest, u.substr(n), budget, if_unsure)) {
-          return true;
-        }
-      }
-      return false;
-    }
-    absl::string_view literal = t.substr(0, t.find('{'));
-    if (!absl::StartsWith(u, literal)) {
-      return false;
-    }
-    t.remove_prefix(literal.size());
-    u.remove_prefix(literal.size());
-  }
-  return u.empty();
-}
+// The longest URI checked against templates; a longer one is answered if_unsure.
+constexpr size_t kMaxMatchedUri = 2048;
 
 }  // namespace
 
 bool MatchesUriTemplate(absl::string_view uri_template, absl::string_view uri, bool if_unsure) {
-  int budget = 100000;
-  return MatchFrom(uri_template, uri, budget, if_unsure);
+  if (uri.size() > kMaxMatchedUri || uri_template.size() > kMaxMatchedUri) {
+    return if_unsure;
+  }
+  // Each {expression} is a wildcard of one or more characters: the template is
+  // read as literals and "?*" pairs, matched by the classic greedy wildcard
+  // walk that backtracks only to the last wildcard (O(|template| * |uri|) at
+  // worst, no recursion).
+  std::string pattern;
+  for (size_t i = 0; i < uri_template.size(); ++i) {
+    if (uri_template[i] == '{') {
+      size_t close = uri_template.find('}', i);
+      if (close == absl::string_view::npos) {
+        absl::StrAppend(&pattern, uri_template.substr(i));
+        break;
+      }
+      pattern.append("\x01\x02");  // one character, then any number
+      i = close;
+    } else {
+      pattern.push_back(uri_template[i]);
+    }
+  }
+  size_t p = 0;
+  size_t u = 0;
+  size_t star = std::string::npos;
+  size_t star_u = 0;
+  while (u < uri.size()) {
+    if (p < pattern.size() && (pattern[p] == '\x01' || pattern[p] == uri[u])) {
+      ++p;
+      ++u;
+    } else if (p < pattern.size() && pattern[p] == '\x02') {
+      star = p++;
+      star_u = u;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      u = ++star_u;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '\x02') {
+    ++p;
+  }
+  return p == pattern.size();
 }
 
 absl::StatusOr<std::unique_ptr<CatalogueFile>> CatalogueFile::Open(std::string path) {

@@ -8,6 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
@@ -49,7 +50,9 @@ struct Catalogue : CatalogueView {
   // Keys that an entry without roles also has are not restricted.
   absl::flat_hash_map<std::string, std::vector<std::string>> tool_roles, prompt_roles,
       resource_roles, template_roles;
-  // Templates any agent sees: a URI one of them matches is never hidden.
+  // Resources and templates any agent sees: a URI listed or matched by one of
+  // them is never hidden.
+  absl::flat_hash_set<std::string> open_resources;
   std::vector<std::string> open_templates;
 };
 
@@ -59,8 +62,8 @@ std::vector<std::string> ListChangedNotices(const CatalogueView& before,
                                             const CatalogueView& after);
 
 // Whether uri matches an RFC 6570 template, each {expression} standing for one
-// or more characters. Bounded work: past it, a pathological pair answers
-// if_unsure (hiding errs toward hidden).
+// or more characters. O(|template| * |uri|) at worst; either over 2 KiB is
+// answered if_unsure (hiding errs toward hidden).
 bool MatchesUriTemplate(absl::string_view uri_template, absl::string_view uri,
                         bool if_unsure = true);
 

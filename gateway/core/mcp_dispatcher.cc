@@ -342,6 +342,16 @@ std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
     return JsonReply(200, EncodeError(message.id, code, text));
   };
   const std::string& method = message.method;
+  // A name or URI that is there but not a string names nothing the catalogue
+  // could hide; a tab must not be left to read it as one.
+  auto not_a_string = [](const nlohmann::json& object, const char* key) {
+    return object.is_object() && object.contains(key) && !object[key].is_string();
+  };
+  if (not_a_string(message.params, "name") || not_a_string(message.params, "uri") ||
+      (message.params.is_object() && message.params.contains("ref") &&
+       (not_a_string(message.params["ref"], "name") || not_a_string(message.params["ref"], "uri")))) {
+    return refuse(kInvalidParams, "params.name, params.uri and params.ref's must be strings");
+  }
   if (method == "tools/call") {
     const std::string* name = StringParam(message.params, "name");
     if (name != nullptr && catalogue->Hides(Kind::kTool, role, *name)) {

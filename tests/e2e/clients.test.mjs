@@ -36,7 +36,7 @@ after(async () => {
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
-test('a stdio agent through mcp-remote lists and calls a tab\'s tool', async () => {
+test('a stdio agent through mcp-remote lists and calls a tab\'s tool', { timeout: 60000 }, async () => {
   // What a stdio-only agent's configuration runs: mcp-remote URL --header "Authorization: Bearer …".
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -56,7 +56,7 @@ test('a stdio agent through mcp-remote lists and calls a tab\'s tool', async () 
   }
 });
 
-test('the Inspector CLI lists and calls a tab\'s tool', async () => {
+test('the Inspector CLI lists and calls a tab\'s tool', { timeout: 60000 }, async () => {
   const inspector = (...args) => execFileAsync(process.execPath, [bin('mcp-inspector'), '--cli', url, '--transport', 'http',
     '--header', `Authorization: Bearer ${token}`, ...args], { env: { ...process.env, HOME: home }, timeout: 60000 });
   const listed = JSON.parse((await inspector('--method', 'tools/list')).stdout);

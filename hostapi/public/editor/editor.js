@@ -160,6 +160,7 @@
   function sessionLost() {
     hideToken();
     if (ui.tokensDialog.open) ui.tokensDialog.close();
+    ui.tokenList.textContent = '';  // the next person to sign in must not see these
     showLogin('Your session has ended. Please sign in again.');
   }
 
@@ -219,6 +220,17 @@
     }
   }
 
+  // Reads are many: one line, its time refreshed, while nothing else happened since.
+  function noteRead() {
+    const first = ui.activity.firstChild;
+    if (first && first.dataset.read === '1') {
+      first.textContent = new Date().toLocaleTimeString() + ' Agent looked at the document.';
+      return;
+    }
+    note('Agent looked at the document.');
+    ui.activity.firstChild.dataset.read = '1';
+  }
+
   function quote(text, max) {
     const limit = max || 40;
     const one = text.replace(/\s+/g, ' ').trim();
@@ -268,12 +280,21 @@
       flash(ui.title);
     } else {
       const body = ui.body.value;
-      if (body === entry.after) {
-        ui.body.value = entry.before;
-      } else {
-        // The person typed since: take out the agent's text where it still is, if it is.
-        const at = body.lastIndexOf(entry.appended);
-        if (at >= 0) ui.body.value = body.slice(0, at) + body.slice(at + entry.appended.length);
+      // Where the agent put it (later undos of earlier text shift it), else where it still is.
+      let pos = body.startsWith(entry.appended, entry.offset) ? entry.offset : body.lastIndexOf(entry.appended);
+      if (body === entry.after) pos = entry.before.length;
+      if (pos < 0) {
+        if (entry.button) {
+          entry.button.disabled = true;
+          entry.button.textContent = 'Changed since';
+        }
+        undoStack.splice(at, 1);
+        renderUndo();
+        return;
+      }
+      ui.body.value = body.slice(0, pos) + body.slice(pos + entry.appended.length);
+      for (const later of undoStack) {
+        if (later.field === 'body' && later.offset > pos) later.offset -= entry.appended.length;
       }
       flash(ui.body);
     }
@@ -331,7 +352,7 @@
   const tools = {
     get_view() {
       const v = view();
-      note('Agent looked at the document.');
+      noteRead();
       return { content: [{ type: 'text', text: viewJson() }], structuredContent: { title: v.title, body: v.body } };
     },
 
@@ -356,7 +377,7 @@
       const after = before + args.text;
       ui.body.value = after;
       ui.body.scrollTop = ui.body.scrollHeight;
-      const change = { field: 'body', before: before, after: after, appended: args.text, label: 'appended ' + quote(args.text, 24) };
+      const change = { field: 'body', before: before, after: after, appended: args.text, offset: before.length, label: 'appended ' + quote(args.text, 24) };
       pushUndo(change);
       flash(ui.body);
       note('Agent appended ' + quote(args.text) + '.', change);
@@ -376,8 +397,8 @@
       const name = p.name;
       const tool = typeof name === 'string' && Object.prototype.hasOwnProperty.call(tools, name) ? tools[name] : null;
       if (!tool) {
-        return toolError('Unknown tool ' + JSON.stringify(name === undefined ? null : name) +
-          '. This editor has get_view, set_title and append_text.');
+        // No list of the tools here: which ones an agent may see is the catalogue's to say.
+        return toolError('Unknown tool ' + JSON.stringify(name === undefined ? null : name) + '.');
       }
       const args = p.arguments === undefined ? {} : p.arguments;
       if (!isObject(args)) return toolError('The arguments of ' + name + ' must be an object.');
@@ -689,6 +710,10 @@
     }
     try {
       const made = await api('agent-tokens', 'POST', { name: name, days: Number(ui.tokenDays.value) });
+      if (!ui.tokensDialog.open) {
+        listTokens();  // closed meanwhile: the token is not shown outside the dialog
+        return;
+      }
       const url = relay.error ? 'RELAY_URL' : relay.http;
       ui.tokenValue.value = made.token;
       ui.tokenCommand.value = 'claude mcp add --transport http editor ' + shellWord(url) +

@@ -85,6 +85,8 @@ TEST_F(CatalogueFileTest, KeepsTheLastGoodCatalogueWhenTheFileBreaks) {
 TEST(Catalogue, RolesMustBeAnArrayOfStrings) {
   EXPECT_FALSE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":"editor"}]})").ok());
   EXPECT_FALSE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":[1]}]})").ok());
+  // "" would be the view of tokens without a role.
+  EXPECT_FALSE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":[""]}]})").ok());
   EXPECT_TRUE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":[]}]})").ok());
 }
 
@@ -95,6 +97,20 @@ TEST(Catalogue, AnEntryForEveryoneWithTheSameNameIsNotHidden) {
   EXPECT_FALSE(c->Hides(Catalogue::Kind::kTool, "viewer", "a"));
   EXPECT_TRUE(c->Hides(Catalogue::Kind::kPrompt, "viewer", "p"));  // roles [] : no one
   EXPECT_TRUE(c->Hides(Catalogue::Kind::kPrompt, "", "p"));
+}
+
+TEST(Catalogue, AResourceForEveryoneStaysVisibleThoughAHiddenTemplateMatchesIt) {
+  auto c = Catalogue::Parse(
+      R"({"resources":[{"uri":"doc://outline"}],"resourceTemplates":[{"uriTemplate":"doc://{id}","roles":["editor"]}]})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->Hides(Catalogue::Kind::kResource, "viewer", "doc://outline"));
+  EXPECT_TRUE(c->Hides(Catalogue::Kind::kResource, "viewer", "doc://other"));
+}
+
+TEST(Catalogue, AtMost64Roles) {
+  std::string roles;
+  for (int i = 0; i < 65; ++i) roles += (i ? "," : "") + std::string("\"r") + std::to_string(i) + "\"";
+  EXPECT_FALSE(Catalogue::Parse(R"({"tools":[{"name":"a","roles":[)" + roles + "]}]}").ok());
 }
 
 TEST(Catalogue, ARoleNoEntryNamesSeesTheBaseView) {
@@ -120,6 +136,8 @@ TEST(UriTemplate, ExpressionsStandForOneOrMoreCharacters) {
   EXPECT_FALSE(MatchesUriTemplate("draft://{id}", "draft://"));
   EXPECT_TRUE(MatchesUriTemplate("file:///{dir}/{name}.txt", "file:///a/b/c.txt"));
   EXPECT_FALSE(MatchesUriTemplate("file:///{dir}/{name}.txt", "file:///a.md"));
+  EXPECT_TRUE(MatchesUriTemplate("repo://{o}/{r}/{p}.md", "repo://a/b/c/d.md"));
+  EXPECT_FALSE(MatchesUriTemplate("repo://{o}/{r}/{p}.md", "repo://" + std::string(95, '/')));
   // Pathological: bounded, and the answer is the one asked for when unsure.
   std::string many;
   for (int i = 0; i < 30; ++i) many += "{x}";

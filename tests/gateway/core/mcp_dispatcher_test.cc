@@ -247,6 +247,8 @@ TEST_F(McpDispatcherTest, AHiddenEntryAnswersAsAnUnknownNameAndIsNeverForwarded)
   EXPECT_EQ(error(call("completion/complete",
                        R"({"ref":{"type":"ref/resource","uri":"draft://{id}"},"argument":{"name":"id","value":"4"}})"))["code"],
             -32602);
+  EXPECT_EQ(error(call("tools/call", R"({"name":["edit"]})"))["code"], -32602);
+  EXPECT_EQ(error(call("completion/complete", R"({"ref":{"type":"ref/prompt","name":{"n":"rewrite"}}})"))["code"], -32602);
   // What the role sees, and names the catalogue does not list, go to the tab as before.
   EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("tools/call", R"({"name":"get_view"})")));
   EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("resources/read", R"({"uri":"doc://readme"})")));
