@@ -159,39 +159,45 @@ const CatalogueView& Catalogue::View(absl::string_view role) const {
 }
 
 bool Catalogue::Hides(Kind kind, absl::string_view role, absl::string_view name) const {
-  auto hidden_by = [&](const absl::flat_hash_map<std::string, std::vector<std::string>>& map,
-                       const std::string& key) {
+  auto sees = [&](const std::vector<std::string>& seen_by) {
+    return std::find(seen_by.begin(), seen_by.end(), role) != seen_by.end();
+  };
+  // 1: listed with roles, role not among them; 0: listed and seen; -1: not listed with roles.
+  auto listed = [&](const absl::flat_hash_map<std::string, std::vector<std::string>>& map,
+                    const std::string& key) {
     auto it = map.find(key);
-    return it != map.end() && std::find(it->second.begin(), it->second.end(), role) == it->second.end();
+    return it == map.end() ? -1 : sees(it->second) ? 0 : 1;
   };
   std::string key(name);
   switch (kind) {
     case Kind::kTool:
-      return hidden_by(tool_roles, key);
+      return listed(tool_roles, key) == 1;
     case Kind::kPrompt:
-      return hidden_by(prompt_roles, key);
+      return listed(prompt_roles, key) == 1;
     case Kind::kResource:
       break;
   }
-  if (hidden_by(resource_roles, key) || hidden_by(template_roles, key)) {
+  int resource = listed(resource_roles, key);
+  if (resource == 1 || listed(template_roles, key) == 1) {
     return true;
   }
-  if (open_resources.contains(key)) {
-    return false;  // listed for everyone, even if a hidden template matches it too
-  }
-  if (template_roles.empty()) {
+  // A URI the role's view lists is not hidden, even if a template hidden from
+  // it matches the URI too.
+  if (resource == 0 || open_resources.contains(key) || template_roles.empty()) {
     return false;
   }
-  // A URI that an entry for everyone serves is not hidden; else one that a
-  // template hidden from role matches is.
   for (const std::string& open : open_templates) {
     if (MatchesUriTemplate(open, name, /*if_unsure=*/false)) {
       return false;
     }
   }
   for (const auto& [uri_template, seen_by] : template_roles) {
-    if (std::find(seen_by.begin(), seen_by.end(), role) == seen_by.end() &&
-        MatchesUriTemplate(uri_template, name, /*if_unsure=*/true)) {
+    if (sees(seen_by) && MatchesUriTemplate(uri_template, name, /*if_unsure=*/false)) {
+      return false;
+    }
+  }
+  for (const auto& [uri_template, seen_by] : template_roles) {
+    if (!sees(seen_by) && MatchesUriTemplate(uri_template, name, /*if_unsure=*/true)) {
       return true;
     }
   }

@@ -107,6 +107,18 @@ TEST(Catalogue, AResourceForEveryoneStaysVisibleThoughAHiddenTemplateMatchesIt) 
   EXPECT_TRUE(c->Hides(Catalogue::Kind::kResource, "viewer", "doc://other"));
 }
 
+TEST(Catalogue, WhatARoleSeesItMayUseThoughATemplateHiddenFromItMatches) {
+  auto c = Catalogue::Parse(R"({
+    "resources":[{"uri":"doc://b","roles":["editor"]}],
+    "resourceTemplates":[{"uriTemplate":"doc://{id}","roles":["owner"]},{"uriTemplate":"draft://{id}","roles":["editor"]},
+                         {"uriTemplate":"draft://{id}x","roles":["owner"]}]})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->Hides(Catalogue::Kind::kResource, "editor", "doc://b"));
+  EXPECT_TRUE(c->Hides(Catalogue::Kind::kResource, "editor", "doc://c"));
+  EXPECT_FALSE(c->Hides(Catalogue::Kind::kResource, "editor", "draft://1x"));
+  EXPECT_TRUE(c->Hides(Catalogue::Kind::kResource, "viewer", "draft://1x"));
+}
+
 TEST(Catalogue, AtMost64Roles) {
   std::string roles;
   for (int i = 0; i < 65; ++i) roles += (i ? "," : "") + std::string("\"r") + std::to_string(i) + "\"";
