@@ -321,6 +321,20 @@ int ListTabs() {
 
 // Drops cached verifications at once, e.g. after revoking a token in the host
 // API without waiting for --verify_ttl.
+// Calls one Auth method on --authsvc with a 5 s deadline; says why it failed.
+template <typename Request, typename Response, typename Method>
+bool CallAuthsvc(Method method, const Request& request, Response* response) {
+  auto stub = relay::v1::Auth::NewStub(ChannelTo(absl::GetFlag(FLAGS_authsvc)));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status status = ((*stub).*method)(&context, request, response);
+  if (!status.ok()) {
+    std::cerr << "relayctl: authsvc " << absl::GetFlag(FLAGS_authsvc)
+              << " did not answer: " << status.error_message() << "\n";
+  }
+  return status.ok();
+}
+
 int AuthForget() {
   std::string user = absl::GetFlag(FLAGS_user);
   std::string hash = absl::GetFlag(FLAGS_token_sha256);
@@ -328,9 +342,6 @@ int AuthForget() {
     std::cerr << "relayctl auth forget: give exactly one of --user or --token_sha256\n";
     return 2;
   }
-  auto stub = relay::v1::Auth::NewStub(ChannelTo(absl::GetFlag(FLAGS_authsvc)));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   relay::v1::ForgetRequest request;
   if (!user.empty()) {
     request.set_user(user);
@@ -338,11 +349,8 @@ int AuthForget() {
     request.set_token_sha256(hash);
   }
   relay::v1::ForgetResponse response;
-  grpc::Status status = stub->Forget(&context, request, &response);
-  if (!status.ok()) {
-    std::cerr << "relayctl: authsvc " << absl::GetFlag(FLAGS_authsvc)
-              << " did not answer: " << status.error_message() << "\n";
-    return 1;
+  if (!CallAuthsvc(&relay::v1::Auth::Stub::Forget, request, &response)) {
+    return kExitFailed;
   }
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << nlohmann::json{{"dropped", response.dropped()}}.dump() << "\n";
@@ -401,14 +409,8 @@ int Watch() {
 
 // The cache's and the host API's figures, from authsvc.
 int AuthStats() {
-  auto stub = relay::v1::Auth::NewStub(ChannelTo(absl::GetFlag(FLAGS_authsvc)));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   relay::v1::AuthStats r;
-  grpc::Status status = stub->GetStats(&context, relay::v1::GetAuthStatsRequest(), &r);
-  if (!status.ok()) {
-    std::cerr << "relayctl: authsvc " << absl::GetFlag(FLAGS_authsvc)
-              << " did not answer: " << status.error_message() << "\n";
+  if (!CallAuthsvc(&relay::v1::Auth::Stub::GetStats, relay::v1::GetAuthStatsRequest(), &r)) {
     return kExitFailed;
   }
   nlohmann::json out = {

@@ -66,14 +66,26 @@ final class Config
      */
     public static function relayUrls(): array
     {
-        $raw = getenv('HOSTAPI_RELAY_URLS');
+        return self::urlList('HOSTAPI_RELAY_URLS', 'relay-urls', 'wss?');
+    }
+
+    /**
+     * URLs from the environment variable $env (spaces or commas between), else from the file
+     * <data>/$file (one per line); only those of the schemes $schemes (a regex) with a host,
+     * no credentials, query or fragment; each once.
+     *
+     * @return list<string>
+     */
+    public static function urlList(string $env, string $file, string $schemes): array
+    {
+        $raw = getenv($env);
         if ($raw === false || trim($raw) === '') {
-            $file = self::dataDir() . '/relay-urls';
-            $raw = is_file($file) ? (string) @file_get_contents($file) : '';
+            $path = self::dataDir() . '/' . $file;
+            $raw = is_file($path) ? (string) @file_get_contents($path) : '';
         }
         $urls = [];
         foreach (preg_split('/[\s,]+/', trim($raw)) ?: [] as $url) {
-            if (preg_match('~^wss?://[^\s/?#@]+(/[^\s?#]*)?$~D', $url)) {
+            if (preg_match('~^' . $schemes . '://[^\s/?#@]+(/[^\s?#]*)?$~D', $url)) {
                 $urls[] = $url;
             }
         }

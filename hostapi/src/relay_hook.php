@@ -19,18 +19,7 @@ final class RelayHook
     /** @return list<string> */
     public static function urls(): array
     {
-        $raw = getenv('HOSTAPI_RELAY_FORGET_URLS');
-        if ($raw === false || trim($raw) === '') {
-            $file = Config::dataDir() . '/relay-forget-urls';
-            $raw = is_file($file) ? (string) @file_get_contents($file) : '';
-        }
-        $urls = [];
-        foreach (preg_split('/[\s,]+/', trim($raw)) ?: [] as $url) {
-            if (preg_match('~^https?://[^\s/?#@]+(/[^\s?#]*)?$~D', $url)) {
-                $urls[] = $url;
-            }
-        }
-        return array_values(array_unique($urls));
+        return Config::urlList('HOSTAPI_RELAY_FORGET_URLS', 'relay-forget-urls', 'https?');
     }
 
     public static function forgetToken(string $tokenSha256): void

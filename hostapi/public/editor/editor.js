@@ -262,19 +262,26 @@
   // Undoes one change of the agent's, the last or an older one from its activity line. A
   // title the agent set is restored only while it is still the agent's (else the button
   // says so); appended text is taken out where it still is.
+  // The entry leaves the stack; its activity line's button says why.
+  function retire(entry, at, why) {
+    undoStack.splice(at, 1);
+    if (entry.button) {
+      entry.button.disabled = true;
+      entry.button.textContent = why;
+    }
+  }
+
+  // The person changed what the agent wrote since: nothing to undo any more.
+  function giveUp(entry, at) {
+    retire(entry, at, 'Changed since');
+    renderUndo();
+  }
+
   function undoEntry(entry) {
     const at = undoStack.indexOf(entry);
     if (at < 0) return;
     if (entry.field === 'title') {
-      if (ui.title.value !== entry.after) {
-        if (entry.button) {
-          entry.button.disabled = true;
-          entry.button.textContent = 'Changed since';
-        }
-        undoStack.splice(at, 1);
-        renderUndo();
-        return;
-      }
+      if (ui.title.value !== entry.after) return giveUp(entry, at);
       ui.title.value = entry.before;
       showTitle();
       flash(ui.title);
@@ -283,26 +290,14 @@
       // Where the agent put it (later undos of earlier text shift it), else where it still is.
       let pos = body.startsWith(entry.appended, entry.offset) ? entry.offset : body.lastIndexOf(entry.appended);
       if (body === entry.after) pos = entry.before.length;
-      if (pos < 0) {
-        if (entry.button) {
-          entry.button.disabled = true;
-          entry.button.textContent = 'Changed since';
-        }
-        undoStack.splice(at, 1);
-        renderUndo();
-        return;
-      }
+      if (pos < 0) return giveUp(entry, at);
       ui.body.value = body.slice(0, pos) + body.slice(pos + entry.appended.length);
       for (const later of undoStack) {
         if (later.field === 'body' && later.offset > pos) later.offset -= entry.appended.length;
       }
       flash(ui.body);
     }
-    undoStack.splice(at, 1);
-    if (entry.button) {
-      entry.button.disabled = true;
-      entry.button.textContent = 'Undone';
-    }
+    retire(entry, at, 'Undone');
     note('You undid: ' + entry.label + '.');
     renderUndo();
     personEdited(UNDO_LINE);
