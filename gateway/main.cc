@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, catalogue, "", "path of the catalogue tools.json");
 ABSL_FLAG(std::string, session_secret_file, "", "file with the secret that signs session ids");
 ABSL_FLAG(std::string, trusted_proxies, "", "CIDRs whose X-Real-IP / X-Forwarded-For is believed");
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(30), "deadline of one forwarded request");
+ABSL_FLAG(bool, modern_era, false,
+          "serve MCP 2026-07-28 (server/discover, stateless requests, multi round-trip requests) "
+          "beside the 2025 revisions on the same URL");
 ABSL_FLAG(std::string, no_tab_message, std::string(relay::gateway::kDefaultNoTabMessage),
           "what an agent is told when the account has no tab");
 ABSL_FLAG(int, threads, 2, "I/O threads");
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
                  .allowed_origins = common::SplitList(absl::GetFlag(FLAGS_allowed_origins)),
                  .allowed_hosts = common::SplitList(absl::GetFlag(FLAGS_allowed_hosts))};
   config.dispatch.call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  config.dispatch.modern_era = absl::GetFlag(FLAGS_modern_era);
   config.dispatch.max_json_depth = std::max(1, absl::GetFlag(FLAGS_max_json_depth));
   config.dispatch.no_tab_message = absl::GetFlag(FLAGS_no_tab_message);
   gateway::GatewayOptions& options = config.options;

@@ -112,9 +112,13 @@ HttpReply McpDispatcher::Initialize(const std::string& account, const RpcMessage
 PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHeaders& headers,
                                        absl::string_view body) const {
   PostDecision decision;
-  if (auto bad = CheckVersionHeader(headers.protocol_version)) {
-    decision.action = *std::move(bad);
-    return decision;
+  // Without the modern era, a bad version header is refused before the body
+  // is read; with it, the body tells which era's rules apply (Decide).
+  if (!options_.modern_era) {
+    if (auto bad = CheckVersionHeader(headers.protocol_version)) {
+      decision.action = *std::move(bad);
+      return decision;
+    }
   }
   if (NestsDeeperThan(body, options_.max_json_depth)) {
     RpcFailure failure = TooDeep(body, options_.max_json_depth);
@@ -142,6 +146,10 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
 PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentHeaders& headers,
                                         nlohmann::json batch) const {
   PostDecision decision;
+  if (auto bad = CheckVersionHeader(headers.protocol_version)) {
+    decision.action = *std::move(bad);
+    return decision;
+  }
   // Batches exist only in 2025-03-26, which is also what a request without
   // the version header is taken to speak.
   if (headers.protocol_version && *headers.protocol_version != "2025-03-26") {
@@ -199,7 +207,14 @@ PostDecision McpDispatcher::HandleMessage(const std::string& account,
 
 PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeaders& headers,
                                    RpcMessage message) const {
+  if (options_.modern_era && IsModern(headers.protocol_version, message)) {
+    return DecideModern(account, headers, std::move(message));
+  }
   PostDecision decision;
+  if (auto bad = CheckVersionHeader(headers.protocol_version)) {
+    decision.action = *std::move(bad);
+    return decision;
+  }
   if (message.kind == RpcMessage::Kind::kRequest && message.method == "initialize") {
     decision.action = Initialize(account, message, &decision.session);
     decision.new_session = true;
@@ -257,15 +272,7 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     plan.request.method = method;
     plan.request.request_id = DumpJson(message.id);
     if (message.params.is_object()) {
-      // The agent's progress token is replaced by one of the relay's, unique
-      // to this call, so the tab's progress finds its way back.
-      auto meta = message.params.find("_meta");
-      if (meta != message.params.end() && meta->is_object() && meta->contains("progressToken")) {
-        plan.agent_progress_token = (*meta)["progressToken"];
-        plan.request.progress_token =
-            absl::StrCat("relay-", common::HexEncode(common::RandomBytes(12)));
-        (*meta)["progressToken"] = plan.request.progress_token;
-      }
+      ReplaceProgressToken(message.params, plan);
     }
     if (!message.params.is_null()) {
       plan.request.params = DumpJson(message.params);
@@ -332,6 +339,15 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
   decision.action = JsonReply(200, EncodeError(message.id, kMethodNotFound,
                                           absl::StrCat("Method not found: ", method)));
   return decision;
+}
+
+void McpDispatcher::ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan) {
+  auto meta = params.find("_meta");
+  if (meta != params.end() && meta->is_object() && meta->contains("progressToken")) {
+    plan.agent_progress_token = (*meta)["progressToken"];
+    plan.request.progress_token = absl::StrCat("relay-", common::HexEncode(common::RandomBytes(12)));
+    (*meta)["progressToken"] = plan.request.progress_token;
+  }
 }
 
 std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,

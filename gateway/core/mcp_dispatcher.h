@@ -9,6 +9,8 @@
 #include "absl/time/time.h"
 #include "gateway/core/catalogue.h"
 #include "gateway/core/jsonrpc.h"
+#include "gateway/core/modern_request.h"
+#include "gateway/core/request_state.h"
 #include "gateway/rpc/router_client.h"
 #include "gateway/core/session_id.h"
 #include "gateway/core/session_state.h"
@@ -26,7 +28,10 @@ struct DispatchOptions {
   int max_json_depth = kDefaultMaxJsonDepth;
   std::string server_name = "mcp-tab-relay";
   std::string server_version = "0.1.0";
-};
+  // MCP 2026-07-28 served beside the 2025 era (--modern_era); off, a modern
+  // request is answered as before the era existed, so clients fall back.
+  bool modern_era = false;
+}; 
 
 // What the agent side knows of a request besides its body: its headers, and
 // the role its bearer token has (agent/verify), which picks the catalogue view.
@@ -35,6 +40,11 @@ struct AgentHeaders {
   std::optional<std::string> protocol_version;  // MCP-Protocol-Version
   bool accepts_sse = false;                     // Accept has text/event-stream
   std::string role;                             // the token's role; "" when none
+  std::optional<std::string> mcp_method;        // Mcp-Method (2026-07-28)
+  std::optional<std::string> mcp_name;          // Mcp-Name (2026-07-28)
+  // Hex SHA-256 of the bearer (its first 16 bytes): a 2026-07-28 agent's name
+  // at the router, for its "view changed" line and the agent count.
+  std::string token_key;
 };
 
 // An HTTP answer the gateway gives without asking anyone.
@@ -49,10 +59,23 @@ inline HttpReply JsonReply(int status, std::string body) {
   return HttpReply{status, std::move(body), {}};
 }
 
+// What a 2026-07-28 call needs besides the 2025 plan: what the agent can be
+// asked (multi round-trip requests), from which level its call's logs reach
+// it, and the answers it already sent.
+struct ModernCall {
+  ClientCapabilities capabilities;
+  int log_rank = -1;
+  uint32_t round = 0;  // the last round answered (0 for a new call)
+  // Answers given without a requestState (a first call may carry them): by
+  // key, tried on the tab's requests as they come.
+  nlohmann::json early_answers = nlohmann::json::object();
+};
+
 // A request that the account's tab must answer.
 struct ForwardPlan {
   nlohmann::json id;  // the agent's id, restored on the answer
   bool is_tool_call = false;
+  std::optional<ModernCall> modern;
   nlohmann::json agent_progress_token;  // restored on progress notifications; null if none
   ForwardRequest request;
 };
@@ -76,6 +99,7 @@ inline constexpr const char* kMcpMethodLabels[] = {
     "resources/list",     "resources/templates/list",            "resources/read",
     "resources/subscribe", "resources/unsubscribe",              "prompts/list",
     "prompts/get",        "completion/complete",                 "logging/setLevel",
+    "server/discover",    "subscriptions/listen",
     "notification",       "response",      "other"};
 inline constexpr size_t kMcpMethodLabelCount =
     sizeof(kMcpMethodLabels) / sizeof(kMcpMethodLabels[0]);
@@ -93,6 +117,24 @@ struct PostDecision {
   std::vector<PostDecision> batch;
 };
 
+// A 2026-07-28 round of a tab's requests to the agent, answered as
+// input_required. The dispatcher decides what the agent is asked.
+struct RoundRequest {
+  uint64_t call_id = 0;         // the router's id of the call
+  std::string tab_request_id;   // the tab's id, as JSON
+  std::string message;          // the request as the router passed it on
+};
+struct RoundDecision {
+  // The answer for the agent: input_required, or -32021 when it can be
+  // asked none of them and one needed a capability it lacks (then the call
+  // is cancelled); none when the round was answered without asking.
+  std::optional<HttpReply> reply;
+  bool cancel_call = false;
+  // Refusals for the tab (requests the agent did not declare it can
+  // answer) and answers it had given already, as AgentReply effects.
+  std::vector<SessionEffect> to_tab;
+};
+
 // A GET that opens the session's stream.
 struct StreamPlan {
   std::string session;
@@ -104,7 +146,8 @@ class McpDispatcher {
  public:
   McpDispatcher(const SessionIdSigner& signer, const CatalogueFile& catalogue,
                 const EndedSessions& ended, DispatchOptions options)
-      : signer_(signer), catalogue_(catalogue), ended_(ended), options_(std::move(options)) {}
+      : signer_(signer), catalogue_(catalogue), ended_(ended), options_(std::move(options)),
+        states_(signer.secret()) {}
 
   PostDecision HandlePost(const std::string& account, const AgentHeaders& headers,
                           absl::string_view body) const;
@@ -130,6 +173,14 @@ class McpDispatcher {
 
   const DispatchOptions& options() const { return options_; }
 
+  // 2026-07-28: the tab asked the agent of a call these requests together.
+  // plan.modern's round moves on.
+  RoundDecision DecideRound(const std::string& account, ForwardPlan& plan,
+                            const std::vector<RoundRequest>& requests, absl::Time now) const;
+  // A 2026-07-28 call's message for the agent other than the tab's requests:
+  // progress passes, log messages only from the level the request asked.
+  bool PassesModern(const ForwardPlan& plan, absl::string_view message) const;
+
  private:
   std::optional<HttpReply> CheckVersionHeader(const std::optional<std::string>& version) const;
   // 400 without a session id, 404 for a bad, ended or another account's one.
@@ -147,12 +198,21 @@ class McpDispatcher {
   std::optional<HttpReply> RefuseHidden(const RpcMessage& message, absl::string_view role) const;
   PostDecision HandleMessage(const std::string& account, const AgentHeaders& headers,
                              RpcMessage message) const;
+  // The agent's progress token is replaced by one of the relay's, unique to
+  // the call, so that the tab's progress finds its way back.
+  static void ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan);
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;
+  // The 2026-07-28 era (mcp_modern.cc).
+  PostDecision DecideModern(const std::string& account, const AgentHeaders& headers,
+                            RpcMessage message) const;
+  HttpReply Discover(const nlohmann::json& id) const;
+  std::string ServerCapabilities() const;
 
   const SessionIdSigner& signer_;
   const CatalogueFile& catalogue_;
   const EndedSessions& ended_;
   DispatchOptions options_;
+  RequestStateSigner states_;
 };
 
 }  // namespace relay::gateway

@@ -10,12 +10,27 @@
 
 namespace relay::gateway {
 
+namespace {
+
+// A result as the agent's era wants it: 2026-07-28 results say what they are
+// (resultType), and reads say how long they may be kept.
+std::string ResultFor(const ForwardPlan& plan, std::string result) {
+  if (!plan.modern) {
+    return result;
+  }
+  return CompleteResult(result, plan.request.method == "resources/read"
+                                    ? R"("ttlMs":0,"cacheScope":"private")"
+                                    : "");
+}
+
+}  // namespace
+
 HttpReply McpDispatcher::Failure(const ForwardPlan& plan, int code, absl::string_view text) const {
   if (plan.is_tool_call) {
     // A tool error, not a protocol error: the model reads it and can tell the
     // person what to do.
     nlohmann::json result = {{"content", {{{"type", "text"}, {"text", text}}}}, {"isError", true}};
-    return JsonReply(200, EncodeResult(plan.id, DumpJson(result)));
+    return JsonReply(200, EncodeResult(plan.id, ResultFor(plan, DumpJson(result))));
   }
   return JsonReply(200, EncodeError(plan.id, code, text));
 }
@@ -28,10 +43,10 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
         auto result = nlohmann::json::parse(outcome.payload, nullptr, false);
         if (result.is_object() && result.contains("content") && result["content"].is_array()) {
           result["content"].push_back({{"type", "text"}, {"text", outcome.view_line}});
-          return JsonReply(200, EncodeResult(plan.id, DumpJson(result)));
+          return JsonReply(200, EncodeResult(plan.id, ResultFor(plan, DumpJson(result))));
         }
       }
-      return JsonReply(200, EncodeResult(plan.id, outcome.payload));
+      return JsonReply(200, EncodeResult(plan.id, ResultFor(plan, std::move(outcome.payload))));
     case ForwardOutcome::Kind::kError:
       return JsonReply(200, EncodeRawError(plan.id, outcome.payload));
     case ForwardOutcome::Kind::kNoTab:
@@ -65,6 +80,13 @@ HttpReply McpDispatcher::FinishForward(const ForwardPlan& plan, ForwardOutcome o
       return Failure(plan, kInternalError,
                      "The relay's gateway shut down before the editor answered. Try again: "
                      "another gateway will take the call.");
+    case ForwardOutcome::Kind::kNotPending:
+      return JsonReply(400, EncodeError(plan.id, kInvalidParams,
+                                        "Invalid params: the call this requestState belongs to is "
+                                        "no longer waiting (it ended, expired, or another retry "
+                                        "resumed it); call again without requestState"));
+    case ForwardOutcome::Kind::kInputRequired:
+      return Failure(plan, kInternalError, "internal error");
     case ForwardOutcome::Kind::kTooManyCalls:
       return Failure(plan, kInternalError,
                      "Too many requests are waiting for the editor of this account. Wait for "

@@ -22,6 +22,10 @@ class SessionIdSigner {
   // truncated or malformed (the caller answers 404 either way).
   absl::StatusOr<std::string> Verify(absl::string_view id) const;
 
+  // For the signers that derive their own keys from the same secret
+  // (RequestStateSigner).
+  const std::string& secret() const { return secret_; }
+
  private:
   std::string Mac(absl::string_view signed_part) const;
 

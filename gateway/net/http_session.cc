@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "common/crypto.h"
 #include "gateway/core/jsonrpc.h"
 #include "gateway/core/router_events.h"
 #include "gateway/core/session_state.h"
@@ -30,6 +31,9 @@ namespace {
 
 // A forwarded call starts watching for its agent going away after this.
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
+// A tab's requests to a 2026-07-28 agent sent within this of the first share
+// one input_required round (TAB-PROTOCOL.md).
+constexpr auto kRoundWindow = std::chrono::milliseconds(20);
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 
 }  // namespace
@@ -42,7 +46,7 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
            absl::ToChronoMilliseconds(state.options.idle_timeout)}),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            MaxQueuedBytes(state.options)),
-      timer_(stream_.get_executor()) {}
+      timer_(stream_.get_executor()), round_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
   // Start on the strand: the socket was accepted on another one.
@@ -132,6 +136,15 @@ void HttpSession::OnAdmitted(std::string account, std::string role) {
   headers_.role = std::move(role);
   headers_.session_id = in_.Header("mcp-session-id");
   headers_.protocol_version = in_.Header("mcp-protocol-version");
+  headers_.mcp_method = in_.Header("mcp-method");
+  headers_.mcp_name = in_.Header("mcp-name");
+  headers_.token_key.clear();
+  if (headers_.protocol_version == kModernVersion) {
+    // A 2026-07-28 agent has no session: the router knows it by its token's
+    // hash (half of a SHA-256 is plenty to tell tokens apart).
+    headers_.token_key = common::Sha256Hex(in_.Header(http::field::authorization).value_or(""))
+                             .substr(0, 32);
+  }
   auto accept = in_.Header(http::field::accept);
   headers_.accepts_sse = accept && absl::StrContains(*accept, "text/event-stream");
   if (in_.parser().get().method() != http::verb::post) {
@@ -258,7 +271,10 @@ void HttpSession::StartForward(ForwardPlan plan) {
   trace_id_ = absl::StrCat(state_.gateway_id, "-", state_.calls_started.fetch_add(1) + 1);
   ForwardRequest request{planned.account, planned.session_id, planned.method,
                          std::move(plan_->request.params), planned.request_id,
-                         planned.progress_token, trace_id_};
+                         planned.progress_token, trace_id_, false, 0, {}};
+  request.stateless = planned.stateless;
+  request.resume_call_id = planned.resume_call_id;
+  request.answers = std::move(plan_->request.answers);
   call_ref_ = state_.router->Forward(std::move(request), shared_from_this());
   // Most calls are answered within milliseconds: watching the socket for the
   // agent going away costs system calls, so it starts only when a call lasts.
@@ -304,6 +320,9 @@ void HttpSession::OnForwardEvent(std::string message) {
   if (phase_ != Phase::kForwarding) {
     return;
   }
+  if (plan_->modern) {
+    return OnModernEvent(std::move(message));
+  }
   if (!headers_.accepts_sse || !batch_.empty()) {
     // This client cannot receive it: a notification is dropped, a request
     // is answered with an error so that the tab does not wait for ever.
@@ -319,12 +338,81 @@ void HttpSession::OnForwardEvent(std::string message) {
   out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
 }
 
+void HttpSession::OnModernEvent(std::string message) {
+  uint64_t call_id = 0;
+  std::string tab_request_id;
+  if (absl::StrContains(message, kTabRequestIdPrefix)) {
+    auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object() && parsed.contains("method") && parsed.contains("id") &&
+        ParseAgentReplyId(parsed["id"], &call_id, &tab_request_id)) {
+      // A request of the tab: never sent on the stream in this era.
+      round_.push_back(RoundRequest{call_id, std::move(tab_request_id), std::move(message)});
+      if (round_.size() == 1) {
+        round_timer_.expires_after(kRoundWindow);
+        round_timer_.async_wait([self = shared_from_this(), ref = call_ref_](beast::error_code ec) {
+          if (!ec && self->phase_ == Phase::kForwarding && self->call_ref_ == ref) {
+            self->CloseRound();
+          }
+        });
+      }
+      return;
+    }
+  }
+  if (!headers_.accepts_sse || !state_.dispatcher->PassesModern(*plan_, message)) {
+    return;
+  }
+  if (!out_.in_sse()) {
+    state_.metrics.CountResponse(200);
+    out_.StartSse();
+  }
+  out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
+}
+
+void HttpSession::CloseRound() {
+  RoundDecision decision =
+      state_.dispatcher->DecideRound(account_, *plan_, std::exchange(round_, {}), absl::Now());
+  for (SessionEffect& effect : decision.to_tab) {
+    PostDecision answer;
+    answer.session = plan_->request.session_id;
+    answer.effect = std::move(effect);
+    Apply(answer);
+  }
+  if (!decision.reply) {
+    return;  // answered from what the agent had sent; the call goes on
+  }
+  if (decision.cancel_call) {
+    override_reply_ = std::move(decision.reply);
+    return CancelCall(RouterClient::CancelReason::kAgentGone);
+  }
+  // The call waits in the tab for the retry, which may come to any gateway.
+  state_.router->Park(account_, std::exchange(call_ref_, 0), state_.dispatcher->options().call_timeout);
+  state_.metrics.forward_outcomes[static_cast<size_t>(ForwardOutcome::Kind::kInputRequired)].Add();
+  StopTimer();
+  phase_ = Phase::kReading;
+  if (!out_.in_sse()) {
+    return Reply(*decision.reply);
+  }
+  out_.SendEvent(decision.reply->body);
+  out_.EndSse(keep_alive_);
+}
+
 void HttpSession::OnForwarded(ForwardOutcome outcome) {
   if (phase_ != Phase::kForwarding) {
     return;
   }
   call_ref_ = 0;
   StopTimer();
+  round_.clear();
+  round_timer_.cancel();
+  if (override_reply_) {
+    phase_ = Phase::kReading;
+    HttpReply reply = *std::exchange(override_reply_, std::nullopt);
+    if (!out_.in_sse()) {
+      return Reply(reply);
+    }
+    out_.SendEvent(reply.body);
+    return out_.EndSse(keep_alive_);
+  }
   phase_ = Phase::kReading;  // answering; the watch, if any, goes on
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
   auto elapsed = std::chrono::steady_clock::now() - call_started_;

@@ -76,6 +76,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void OnCallDeadline();
   void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
+  // 2026-07-28: the tab's requests to the agent gather into a round, which is
+  // answered input_required when it closes, and the call is parked.
+  void OnModernEvent(std::string message);
+  void CloseRound();
   // Gives up the call in flight, if any (the tab is told).
   void CancelCall(RouterClient::CancelReason reason);
 
@@ -115,6 +119,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   std::chrono::steady_clock::time_point call_deadline_;
   std::chrono::steady_clock::time_point call_started_;
   std::string trace_id_;  // of the call in flight or last answered
+  // The open round of a 2026-07-28 call, and its timer.
+  std::vector<RoundRequest> round_;
+  boost::asio::steady_timer round_timer_;
+  // The agent's answer when the call was given up for a reason of the relay's
+  // own (-32021), replacing what the cancellation would say.
+  std::optional<HttpReply> override_reply_;
 };
 
 }  // namespace relay::gateway

@@ -46,6 +46,9 @@ class GrpcRouterClient final : public RouterClient {
     return shard.Forward(std::move(request), std::move(waiter));
   }
 
+  void Park(const std::string& account, uint64_t call_ref, absl::Duration ttl) override {
+    shards_[picker_.Pick(account)]->Park(call_ref, ttl);
+  }
   void Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) override {
     shards_[picker_.Pick(account)]->Cancel(call_ref, reason);
   }

@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
 
 namespace relay::v1 {
 class GatewayEvent;
@@ -26,14 +30,16 @@ struct ForwardOutcome {
     kSessionEnded,       // the session was ended (DELETE) meanwhile
     kTooManyCalls,       // the account has too many calls in flight
     kShuttingDown,       // this gateway's drain deadline passed first
+    kNotPending,         // a retry's call is no longer waiting for it
+    kInputRequired,      // answered input_required: the call waits in its tab (metrics only)
   };
-  static constexpr size_t kKinds = 11;
+  static constexpr size_t kKinds = 13;
   // The kind's name in metrics and logs ("no_tab", ...).
   static const char* Name(Kind kind) {
     static constexpr const char* kNames[kKinds] = {
         "result",  "error",     "no_tab",             "tab_gone",      "displaced",
         "timeout", "cancelled", "router_unavailable", "session_ended", "too_many_calls",
-        "shutting_down"};
+        "shutting_down", "not_pending", "input_required"};
     return kNames[static_cast<size_t>(kind)];
   }
   Kind kind = Kind::kRouterUnavailable;
@@ -49,6 +55,12 @@ struct ForwardRequest {
   std::string request_id;      // the agent's id, as JSON
   std::string progress_token;  // the relay's token put into params, or empty
   std::string trace_id;        // the relay's id of the call, in every log line about it
+  // 2026-07-28: no session; the tab's requests are kept with the call (Park).
+  bool stateless = false;
+  // A retry of a parked call (resume_call_id != 0): the router's id of the
+  // call and the agent's answers (the tab's request id as JSON, the result).
+  uint64_t resume_call_id = 0;
+  std::vector<std::pair<std::string, std::string>> answers;
 };
 
 // Whoever waits for a forwarded call: the agent's HTTP exchange. Called on
@@ -97,6 +109,10 @@ class RouterClient {
   // Ends a call from the agent's side: the tab is told, the waiter hears
   // kTimeout or kCancelled. Nothing happens if the call has ended.
   virtual void Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) = 0;
+  // A stateless call's agent was answered input_required: the call stays in
+  // its tab, parked at the router for ttl, until a retry (from any gateway)
+  // resumes it. The waiter hears nothing more.
+  virtual void Park(const std::string& account, uint64_t call_ref, absl::Duration ttl) = 0;
 
   // The drain: how many calls of this gateway's agents wait for an answer,
   // and ending them all (each waiter hears the reason's outcome, each tab a

@@ -50,6 +50,9 @@ ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
     case relay::v1::Failure::REASON_TOO_MANY_CALLS:
       outcome.kind = ForwardOutcome::Kind::kTooManyCalls;
       break;
+    case relay::v1::Failure::REASON_NOT_PENDING:
+      outcome.kind = ForwardOutcome::Kind::kNotPending;
+      break;
     default:
       outcome.kind = ForwardOutcome::Kind::kTabGone;
       break;
@@ -105,7 +108,30 @@ uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter
     calls_.emplace(ref, std::move(waiter));
   }
   GatewayEvent event;
-  auto* start = event.mutable_call_start();
+  if (request.resume_call_id != 0) {
+    auto* resume = event.mutable_call_resume();
+    resume->set_call_ref(ref);
+    resume->set_account(std::move(request.account));
+    resume->set_call_id(request.resume_call_id);
+    resume->set_trace_id(std::move(request.trace_id));
+    for (auto& [id, payload] : request.answers) {
+      auto* answer = resume->add_answers();
+      answer->set_tab_request_id(std::move(id));
+      answer->set_payload(std::move(payload));
+    }
+  } else {
+    BuildStart(request, ref, event.mutable_call_start());
+  }
+  if (!Send(std::move(event))) {
+    // The link ended just now; if its end has not failed this call yet, we do.
+    if (auto taken = Take(ref)) {
+      taken->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+    }
+  }
+  return ref;
+}
+
+void RouterShard::BuildStart(ForwardRequest& request, uint64_t ref, relay::v1::CallStart* start) {
   start->set_call_ref(ref);
   start->set_account(std::move(request.account));
   start->set_session_id(std::move(request.session_id));
@@ -114,13 +140,18 @@ uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter
   start->set_request_id(std::move(request.request_id));
   start->set_progress_token(std::move(request.progress_token));
   start->set_trace_id(std::move(request.trace_id));
-  if (!Send(std::move(event))) {
-    // The link ended just now; if its end has not failed this call yet, we do.
-    if (auto taken = Take(ref)) {
-      taken->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
-    }
+  start->set_stateless(request.stateless);
+}
+
+void RouterShard::Park(uint64_t ref, absl::Duration ttl) {
+  if (Take(ref) == nullptr) {
+    return;  // it ended meanwhile
   }
-  return ref;
+  GatewayEvent event;
+  event.mutable_call_park()->set_call_ref(ref);
+  event.mutable_call_park()->set_ttl_ms(
+      static_cast<uint32_t>(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl))));
+  Send(std::move(event));
 }
 
 void RouterShard::Cancel(uint64_t ref, RouterClient::CancelReason reason) {

@@ -45,6 +45,8 @@ class RouterShard final : public RouterLinkOwner {
 
   void Cancel(uint64_t ref, RouterClient::CancelReason reason);
 
+  void Park(uint64_t ref, absl::Duration ttl);
+
   size_t CallsInFlight() ABSL_LOCKS_EXCLUDED(calls_mu_);
 
   void CancelAll(RouterClient::CancelReason reason) ABSL_LOCKS_EXCLUDED(calls_mu_);
@@ -71,6 +73,8 @@ class RouterShard final : public RouterLinkOwner {
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  static void BuildStart(ForwardRequest& request, uint64_t ref, relay::v1::CallStart* start);
+
   std::shared_ptr<CallWaiter> Take(uint64_t ref) ABSL_LOCKS_EXCLUDED(calls_mu_);
 
   void ScheduleRelinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

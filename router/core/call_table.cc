@@ -11,8 +11,10 @@ std::string CallTable::RequestKey(const std::string& session, const std::string&
 uint64_t CallTable::Add(Call call) {
   uint64_t id = next_id_++;
   by_tab_[call.tab].insert(id);
-  by_link_[call.origin.link_id].insert(id);
-  by_origin_[call.origin] = id;
+  if (call.origin.link_id != 0) {
+    by_link_[call.origin.link_id].insert(id);
+    by_origin_[call.origin] = id;
+  }
   if (!call.request_id.empty()) {
     by_request_[RequestKey(call.session, call.request_id)] = id;
   }
@@ -25,6 +27,11 @@ uint64_t CallTable::Add(Call call) {
 }
 
 const Call* CallTable::Find(uint64_t call_id) const {
+  auto it = calls_.find(call_id);
+  return it == calls_.end() ? nullptr : &it->second;
+}
+
+Call* CallTable::FindMutable(uint64_t call_id) {
   auto it = calls_.find(call_id);
   return it == calls_.end() ? nullptr : &it->second;
 }
@@ -72,6 +79,21 @@ Call CallTable::EraseAt(absl::flat_hash_map<uint64_t, Call>::iterator it) {
     per_account_.erase(count);
   }
   return call;
+}
+
+void CallTable::Rehome(uint64_t call_id, CallOrigin origin) {
+  auto it = calls_.find(call_id);
+  if (it == calls_.end()) {
+    return;
+  }
+  Call& call = it->second;
+  EraseFromSet(by_link_, call.origin.link_id, call_id);
+  EraseIfNames(by_origin_, call.origin, call_id);
+  call.origin = origin;
+  if (origin.link_id != 0) {
+    by_link_[origin.link_id].insert(call_id);
+    by_origin_[origin] = call_id;
+  }
 }
 
 std::optional<Call> CallTable::Take(uint64_t call_id) {

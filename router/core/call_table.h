@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
 #include "router/core/routing_table.h"
 
 namespace relay::router {
@@ -33,6 +34,13 @@ struct Call {
   std::string progress_token;  // the relay's progress token, or empty
   std::string trace_id;        // the agent gateway's id of the call, for logs and watchers
   bool is_tool_call = false;
+  // 2026-07-28 calls: the tab's requests to the agent not answered yet (its
+  // request id as JSON, the message), kept so that a retry on any gateway
+  // can be asked them again, and whether the call waits for that retry.
+  bool stateless = false;
+  std::vector<std::pair<std::string, std::string>> pending;
+  bool parked = false;
+  absl::Time parked_until;
 };
 
 // The calls in flight, by the id the tab sees, with the indexes the router's
@@ -47,6 +55,10 @@ class CallTable {
 
   uint64_t Add(Call call);
   const Call* Find(uint64_t call_id) const;
+  Call* FindMutable(uint64_t call_id);
+  // The call now answers to origin (a retry re-homes a parked call); origin
+  // {0, 0} parks it: no gateway waits for it.
+  void Rehome(uint64_t call_id, CallOrigin origin);
   std::optional<Call> Take(uint64_t call_id);
   // Every call sent to tab, with its id.
   std::vector<std::pair<uint64_t, Call>> TakeAllOf(const TabRef& tab);

@@ -1,5 +1,6 @@
 #include "router/core/router_core.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -145,6 +146,12 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
     case GatewayEvent::kCallCancel:
       OnCallCancel(link_id, event.call_cancel(), out);
       break;
+    case GatewayEvent::kCallPark:
+      OnCallPark(link_id, event.call_park(), now);
+      break;
+    case GatewayEvent::kCallResume:
+      OnCallResume(link_id, *event.mutable_call_resume(), out);
+      break;
     case GatewayEvent::EVENT_NOT_SET:
       break;
   }
@@ -207,6 +214,7 @@ void RouterCore::OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outb
   call.progress_token = start.progress_token();
   call.is_tool_call = start.method() == "tools/call";
   call.trace_id = start.trace_id();
+  call.stateless = start.stateless();
   uint64_t call_id = calls_.Add(std::move(call));
   auto* deliver = Add(out, tab->link_id).mutable_deliver();
   deliver->set_tab_id(tab->tab_id);
@@ -242,6 +250,10 @@ void RouterCore::OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::
     return;  // ended meanwhile (cancelled, timed out), or not this tab's
   }
   Call call = *calls_.Take(reply.call_id());
+  parked_.erase(reply.call_id());
+  if (call.parked) {
+    return;  // nobody waits: the agent's retry will hear it is no longer pending
+  }
   auto* done = Add(out, call.origin.link_id).mutable_call_done();
   done->set_call_ref(call.origin.call_ref);
   if (reply.is_error()) {
@@ -290,16 +302,75 @@ void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotific
 }
 
 void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, Outbox& out) {
-  const Call* call = calls_.Find(request.call_id());
-  if (call != nullptr && call->tab == TabRef{link_id, request.tab_id()}) {
-    return ToAgent(*call, std::move(*request.mutable_message()), out);
+  Call* call = calls_.FindMutable(request.call_id());
+  auto refuse = [&](absl::string_view error) {
+    auto* response = Add(out, link_id).mutable_tab_response();
+    response->set_tab_id(request.tab_id());
+    response->set_tab_request_id(request.tab_request_id());
+    response->set_is_error(true);
+    response->set_payload(std::string(error));
+  };
+  if (call == nullptr || !(call->tab == TabRef{link_id, request.tab_id()})) {
+    return refuse(
+        R"({"code":-32602,"message":"no agent call in progress with that relay/requestId"})");
   }
-  auto* response = Add(out, link_id).mutable_tab_response();
-  response->set_tab_id(request.tab_id());
-  response->set_tab_request_id(request.tab_request_id());
-  response->set_is_error(true);
-  response->set_payload(
-      R"({"code":-32602,"message":"no agent call in progress with that relay/requestId"})");
+  if (call->stateless) {
+    // Kept until answered: the agent answers on a retry, maybe elsewhere.
+    if (call->pending.size() >= options_.max_pending_requests) {
+      return refuse(
+          R"({"code":-32603,"message":"too many requests to the agent are waiting in this call"})");
+    }
+    call->pending.emplace_back(request.tab_request_id(), request.message());
+    if (call->parked) {
+      return;  // asked when the retry comes
+    }
+  }
+  ToAgent(*call, std::move(*request.mutable_message()), out);
+}
+
+void RouterCore::OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, absl::Time now) {
+  uint64_t call_id = calls_.FindByOrigin(CallOrigin{link_id, park.call_ref()});
+  Call* call = calls_.FindMutable(call_id);
+  if (call == nullptr || !call->stateless) {
+    return;
+  }
+  calls_.Rehome(call_id, CallOrigin{});
+  call->parked = true;
+  call->parked_until = now + absl::Milliseconds(park.ttl_ms());
+  parked_.insert(call_id);
+}
+
+void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out) {
+  Call* call = calls_.FindMutable(resume.call_id());
+  if (call == nullptr || !call->parked || call->account != resume.account()) {
+    // Answered, expired or resumed by another retry meanwhile; another
+    // account's call is answered exactly the same.
+    auto* done = Add(out, link_id).mutable_call_done();
+    done->set_call_ref(resume.call_ref());
+    done->mutable_failure()->set_reason(Failure::REASON_NOT_PENDING);
+    return;
+  }
+  calls_.Rehome(resume.call_id(), CallOrigin{link_id, resume.call_ref()});
+  call->parked = false;
+  call->trace_id = resume.trace_id();
+  parked_.erase(resume.call_id());
+  for (relay::v1::AgentAnswer& answer : *resume.mutable_answers()) {
+    auto it = std::find_if(call->pending.begin(), call->pending.end(), [&](const auto& p) {
+      return p.first == answer.tab_request_id();
+    });
+    if (it == call->pending.end()) {
+      continue;  // not asked, or answered already
+    }
+    call->pending.erase(it);
+    auto* response = Add(out, call->tab.link_id).mutable_tab_response();
+    response->set_tab_id(call->tab.tab_id);
+    response->set_tab_request_id(answer.tab_request_id());
+    response->set_payload(std::move(*answer.mutable_payload()));
+  }
+  // What the retry did not answer is asked again.
+  for (const auto& [id, message] : call->pending) {
+    ToAgent(*call, message, out);
+  }
 }
 
 void RouterCore::OnAgentReply(relay::v1::AgentReply& reply, Outbox& out) {
@@ -357,6 +428,25 @@ void RouterCore::EndSession(const std::string& session, Outbox& out) {
 
 void RouterCore::Sweep(absl::Time now, Outbox& out) {
   NotifyAgents(sessions_.Sweep(now), now, out);
+  std::vector<uint64_t> expired;
+  for (uint64_t call_id : parked_) {
+    const Call* call = calls_.Find(call_id);
+    if (call == nullptr || call->parked_until <= now) {
+      expired.push_back(call_id);
+    }
+  }
+  for (uint64_t call_id : expired) {
+    parked_.erase(call_id);
+    if (std::optional<Call> call = calls_.Take(call_id)) {
+      ++counts_.cancelled;
+      if (WatchEvent* event = Watch(WatchEvent::CALL_FAILED)) {
+        event->set_account(call->account);
+        event->set_trace_id(call->trace_id);
+        event->set_reason("expired: the agent did not retry with its answers in time");
+      }
+      CancelAtTab(call_id, call->tab, "the agent did not answer in time", out);
+    }
+  }
 }
 
 void RouterCore::FailCallsOf(const TabRef& tab, Failure::Reason reason, Outbox& out) {
@@ -367,6 +457,9 @@ void RouterCore::FailCallsOf(const TabRef& tab, Failure::Reason reason, Outbox& 
 
 void RouterCore::Fail(const CallOrigin& origin, Failure::Reason reason,
                       const std::string& account, const std::string& trace_id, Outbox& out) {
+  if (origin.link_id == 0) {
+    return;  // a parked call: its retry hears that it is no longer pending
+  }
   if (WatchEvent* event = Watch(WatchEvent::CALL_FAILED)) {
     event->set_account(account);
     event->set_trace_id(trace_id);
@@ -396,6 +489,9 @@ void RouterCore::CancelAtTab(uint64_t call_id, const TabRef& tab, const std::str
 }
 
 void RouterCore::ToAgent(const Call& call, std::string message, Outbox& out) {
+  if (call.parked) {
+    return;  // its events wait for the retry (progress and logs are dropped)
+  }
   auto* event = Add(out, call.origin.link_id).mutable_call_event();
   event->set_call_ref(call.origin.call_ref);
   event->set_message(std::move(message));
@@ -460,6 +556,8 @@ const char* FailureName(Failure::Reason reason) {
       return "session_ended";
     case Failure::REASON_TOO_MANY_CALLS:
       return "too_many_calls";
+    case Failure::REASON_NOT_PENDING:
+      return "not_pending";
     default:
       return "unspecified";
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "relay/v1/router.pb.h"
 #include "router/core/call_table.h"
@@ -25,6 +26,9 @@ struct RouterCoreOptions {
   SessionTableOptions sessions;
   // Calls in flight per account; beyond, a call fails at once with a reason.
   size_t max_inflight_per_account = 256;
+  // A 2026-07-28 call's requests to the agent kept at once; more are refused
+  // to the tab (ARCHITECTURE.md "Limits").
+  size_t max_pending_requests = 8;
 };
 
 // What the router has counted since it started.
@@ -89,6 +93,8 @@ class RouterCore {
   void OnAgentCancel(const relay::v1::AgentCancel& cancel, Outbox& out);
   void OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outbox& out);
   void OnCallCancel(uint64_t link_id, const relay::v1::CallCancel& cancel, Outbox& out);
+  void OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, absl::Time now);
+  void OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out);
 
   // The calls of a tab that left end with reason toward their agents.
   void FailCallsOf(const TabRef& tab, relay::v1::Failure::Reason reason, Outbox& out);
@@ -113,6 +119,8 @@ class RouterCore {
   RouterCounts counts_;
   bool watched_ = false;
   std::vector<relay::v1::WatchEvent> watch_events_;
+  // Parked 2026-07-28 calls (waiting in their tab for the agent's retry).
+  absl::flat_hash_set<uint64_t> parked_;
 };
 
 // The reason's name as operators read it ("no_tab", "tab_gone", ...).

@@ -1,7 +1,10 @@
 // The official MCP server conformance suite (@modelcontextprotocol/conformance, pinned in
-// tests/package.json), default "active" suite, no expected-failures file, run against the
-// relay: suite → nginx (adds the bearer, as a proxy in front of a gateway would) → gateway 2
-// → router → gateway 1 → the conformance tab (tests/conformance/tab.mjs).
+// tests/package.json), no expected-failures file, run against the relay: suite → nginx (adds
+// the bearer, as a proxy in front of a gateway would) → gateway 2 → router → gateway 1 → the
+// conformance tab (tests/conformance/tab.mjs). Three runs on the same stack: 0.1.16's
+// active suite (the 2025 era), and 0.2.0-alpha.12's requirement sets of 2026-07-28 (the
+// modern era: stateless requests, multi round-trip requests through the tab protocol) and
+// of 2025-11-25.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -23,7 +26,7 @@ before(async () => {
     gateways: 2,
     users: ['conformance'],
     catalogue: JSON.parse(readFileSync(join(here, 'catalogue.json'), 'utf8')),
-    gatewayArgs: (i) => (i === 1 ? [`--allowed_origins=${origins}`] : []),
+    gatewayArgs: (i) => ['--modern_era', ...(i === 1 ? [`--allowed_origins=${origins}`] : [])],
   });
   tab = await connectConformanceTab(stack.gateways[0].wsUrl, await stack.ticket('conformance'));
   const token = await stack.mintToken('conformance');
@@ -39,19 +42,38 @@ after(async () => {
   await stack?.stop();
 });
 
-test('the official conformance suite passes every scenario of its active server suite', async () => {
+async function runSuite(pkg, args) {
   const node = join(testsDir, 'node_modules', '.bin', 'node');
-  const cli = join(testsDir, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+  const cli = join(testsDir, 'node_modules', pkg, 'dist', 'index.js');
   const output = [];
   const code = await new Promise((resolve) => {
-    const child = spawn(node, [cli, 'server', '--url', `http://127.0.0.1:${proxyPort}/mcp`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, [cli, 'server', '--url', `http://127.0.0.1:${proxyPort}/mcp`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d) => output.push(d.toString()));
     child.stderr.on('data', (d) => output.push(d.toString()));
     child.on('exit', resolve);
   });
   const text = output.join('');
   const summary = text.slice(text.indexOf('=== SUMMARY ==='));
-  process.stdout.write(`${summary}\n`);
+  process.stdout.write(`${pkg} ${args.join(' ')}\n${summary}\n`);
+  return { code, text, summary };
+}
+
+test('the official conformance suite 0.1.16 passes every scenario of its active server suite', async () => {
+  const { code, text, summary } = await runSuite(join('@modelcontextprotocol', 'conformance'), []);
   assert.match(summary, /Total: \d+ passed, 0 failed/);
   assert.equal(code, 0, text);
 });
+
+for (const revision of ['2026-07-28', '2025-11-25']) {
+  test(`the official conformance suite 0.2.0-alpha.12 passes every scenario ${revision} requires`, async () => {
+    const { code, text, summary } = await runSuite('conformance-2026', ['--requirements', revision]);
+    // Every scenario run is listed; those under "Not scored" (the tasks extension, pending
+    // scenarios) are run for information and do not count toward the revision.
+    const [all, notScored = ''] = summary.split('Not scored');
+    const unscored = new Set([...notScored.matchAll(/[✓✗] (\S+) \(/g)].map((m) => m[1]));
+    const scored = [...all.matchAll(/^([✓✗]) (\S+): /gm)].filter((m) => !unscored.has(m[2]));
+    assert.ok(scored.length >= 30, summary);
+    assert.deepEqual(scored.filter((m) => m[1] === '✗').map((m) => m[2]), [], summary);
+    assert.equal(code, 0, text);
+  });
+}

@@ -95,6 +95,79 @@ export function serveConformance(tab) {
     }, 'Elicitation completed'),
   };
 
+  // The 2026-07-28 scenarios (multi round-trip requests): the tab asks the agent through
+  // the tab protocol as it always does, with its own request ids, which the relay turns
+  // into the keys of input_required rounds.
+  const ask = (message, id, method, params) => tab.request(method, { ...params, _meta: callOf(message) }, id);
+  const askName = (message, id, question, field) => ask(message, id, 'elicitation/create', {
+    message: question,
+    requestedSchema: { type: 'object', properties: { [field]: { type: 'string', description: question } }, required: [field] },
+  });
+  const askModel = (message, id, question) => ask(message, id, 'sampling/createMessage', {
+    messages: [{ role: 'user', content: text(question) }], maxTokens: 50,
+  });
+  const askRoots = (message, id) => ask(message, id, 'roots/list', {});
+  const failed = (answer) => answer.error && { isError: true, content: [text(`The agent could not answer: ${answer.error.message}`)] };
+  Object.assign(tools, {
+    test_missing_capability: async (args, message) => {
+      const answer = await askModel(message, 'needs_sampling', 'Say hello');
+      return failed(answer) || { content: [text(`Sampled: ${answer.result.content?.text ?? ''}`)] };
+    },
+    test_streaming_elicitation: async (args, message) => {
+      const answer = await askName(message, 'stream_name', 'What is your name?', 'name');
+      return failed(answer) || { content: [text(`Streaming complete: ${answer.result.content?.name ?? ''}`)] };
+    },
+    test_logging_tool: async (args, message) => {
+      tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'logging tool ran', _meta: callOf(message) } });
+      return { content: [text('Logging evaluated')] };
+    },
+    test_input_required_result_elicitation: async (args, message) => {
+      const answer = await askName(message, 'user_name', 'What is your name?', 'name');
+      return failed(answer) || { content: [text(`Hello, ${answer.result.content?.name}!`)] };
+    },
+    test_input_required_result_sampling: async (args, message) => {
+      const answer = await askModel(message, 'capital_question', 'What is the capital of France?');
+      return failed(answer) || { content: [text(`Sampling: ${answer.result.content?.text}`)] };
+    },
+    test_input_required_result_list_roots: async (args, message) => {
+      const answer = await askRoots(message, 'client_roots');
+      return failed(answer) || { content: [text(`Found ${answer.result.roots?.length ?? 0} root(s)`)] };
+    },
+    test_input_required_result_request_state: async (args, message) => {
+      const answer = await askName(message, 'confirm', 'Please confirm', 'ok');
+      return failed(answer) || { content: [text('state-ok')] };
+    },
+    test_input_required_result_tampered_state: async (args, message) => {
+      const answer = await askName(message, 'confirm', 'Please confirm', 'ok');
+      return failed(answer) || { content: [text('integrity-ok')] };
+    },
+    test_input_required_result_multiple_inputs: async (args, message) => {
+      // Sent together: one round.
+      const answers = await Promise.all([
+        askName(message, 'user_name', 'What is your name?', 'name'),
+        askModel(message, 'greeting', 'Generate a greeting'),
+        askRoots(message, 'client_roots'),
+      ]);
+      return answers.map(failed).find(Boolean) || { content: [text('all inputs')] };
+    },
+    test_input_required_result_multi_round: async (args, message) => {
+      const name = await askName(message, 'name', 'What is your name?', 'name');
+      if (name.error) return failed(name);
+      const color = await askName(message, 'color', 'What is your favourite colour?', 'color');
+      return failed(color) || { content: [text(`${name.result.name ?? name.result.content?.name} likes ${color.result.color ?? color.result.content?.color}`)] };
+    },
+    test_input_required_result_capabilities: async (args, message) => {
+      // Asks for everything; the relay asks the agent only what it declared and refuses
+      // the rest to the tab at once.
+      const answers = await Promise.all([
+        askName(message, 'e', 'Elicitation input', 'value'),
+        askModel(message, 's', 'Sample request'),
+        askRoots(message, 'r'),
+      ]);
+      return answers.some((a) => a.result) ? { content: [text('capabilities-ok')] } : failed(answers[0]);
+    },
+  });
+
   async function elicit(message, prompt, requestedSchema, label) {
     const answer = await tab.request('elicitation/create', { message: prompt, requestedSchema, _meta: callOf(message) });
     if (answer.error) return { isError: true, content: [text(`Elicitation failed: ${answer.error.message}`)] };
@@ -117,10 +190,10 @@ export function serveConformance(tab) {
     if (match) {
       return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ id: match[1], templateTest: true, data: `Data for ID: ${match[1]}` }) }] };
     }
-    throw Object.assign(new Error(`Resource not found: ${uri}`), { code: -32002 });
+    throw Object.assign(new Error(`Resource not found: ${uri}`), { code: -32002, data: { uri } });
   };
 
-  tab.handlers['prompts/get'] = async ({ name, arguments: args = {} }) => {
+  tab.handlers['prompts/get'] = async ({ name, arguments: args = {} }, message) => {
     switch (name) {
       case 'test_simple_prompt':
         return { messages: [{ role: 'user', content: text('This is a simple prompt for testing.') }] };
@@ -140,6 +213,11 @@ export function serveConformance(tab) {
             { role: 'user', content: text('Please analyze the image above.') },
           ],
         };
+      case 'test_input_required_result_prompt': {
+        const answer = await askName(message, 'user_context', 'What context should the prompt use?', 'context');
+        if (answer.error) throw toolError(`The agent could not answer: ${answer.error.message}`);
+        return { messages: [{ role: 'user', content: text(`Context: ${answer.result.content?.context}`) }] };
+      }
       default:
         throw toolError(`Unknown prompt: ${name}`);
     }

@@ -34,10 +34,12 @@ export class ScriptedTab {
   }
 
   // A request of the tab's own (to the agent, through the relay); resolves with the answer.
-  request(method, params) {
-    const id = `tab-${++this.requestCount}`;
+  // id: the tab's own JSON-RPC id; a 2026-07-28 agent sees it as the key of
+  // the request in inputRequests.
+  request(method, params, id = `tab-${++this.requestCount}`) {
     this.send({ jsonrpc: '2.0', id, method, params });
-    return this.waitFor((m) => m.id === id && (m.result !== undefined || m.error !== undefined), 60000);
+    // Only an answer that comes after this request: a tab may reuse its ids.
+    return this.waitFor((m) => m.id === id && (m.result !== undefined || m.error !== undefined), 60000, { fresh: true });
   }
 
   async onMessage(message) {
@@ -49,13 +51,22 @@ export class ScriptedTab {
         this.send({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'no handler' } });
         return;
       }
-      const result = await handler(message.params, message);
+      let result;
+      try {
+        result = await handler(message.params, message);
+      } catch (e) {
+        // A handler's error is the request's JSON-RPC error, as a real tab would answer.
+        const error = { code: e.code ?? -32603, message: e.message };
+        if (e.data !== undefined) error.data = e.data;
+        this.send({ jsonrpc: '2.0', id: message.id, error });
+        return;
+      }
       if (result !== undefined) this.send({ jsonrpc: '2.0', id: message.id, result });
     }
   }
 
-  waitFor(test, timeoutMs = 10000) {
-    const found = this.received.find(test);
+  waitFor(test, timeoutMs = 10000, { fresh = false } = {}) {
+    const found = fresh ? undefined : this.received.find(test);
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('tab: timed out waiting for a message')), timeoutMs);

@@ -34,7 +34,7 @@ class McpDispatcherTest : public ::testing::Test {
   PostDecision Decide(const std::string& body, std::optional<std::string> session = std::nullopt,
                       std::optional<std::string> version = std::nullopt,
                       const std::string& account = "alice") {
-    return dispatcher_->HandlePost(account, AgentHeaders{session, version, true, role_}, body);
+    return dispatcher_->HandlePost(account, AgentHeaders{session, version, true, role_, {}, {}, {}}, body);
   }
   HttpReply Reply(const std::variant<HttpReply, ForwardPlan>& d) {
     EXPECT_TRUE(std::holds_alternative<HttpReply>(d));
@@ -132,9 +132,9 @@ TEST_F(McpDispatcherTest, ParseErrorIs400WithJsonRpcError) {
 }
 
 TEST_F(McpDispatcherTest, DeleteEndsAValidSession) {
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize(), {}, false, ""}).status, 204);
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize(), {}, false, "", {}, {}, {}}).status, 204);
   EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{}).status, 400);
-  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize("bob"), {}, false, ""}).status,
+  EXPECT_EQ(dispatcher_->HandleDelete("alice", AgentHeaders{Initialize("bob"), {}, false, "", {}, {}, {}}).status,
             404);
 }
 

@@ -469,5 +469,144 @@ TEST_F(RouterCoreTest, ACallLostWithItsTabIsWatchedWithItsTrace) {
                                      "CALL_FAILED alice  0 gw-b-7 tab_gone"));
 }
 
+// --- 2026-07-28 calls: multi round-trip requests across gateways ---------------
+
+class StatelessCallTest : public RouterCoreTest {
+ protected:
+  static constexpr uint64_t kOtherGateway = 3;  // where the agent's retry lands
+
+  StatelessCallTest() {
+    core_.LinkUp(kOtherGateway);
+    TabUp(kTabGateway, 5, "alice");
+    GatewayEvent e;
+    auto* start = e.mutable_call_start();
+    start->set_call_ref(41);
+    start->set_account("alice");
+    start->set_session_id("t.key");
+    start->set_method("tools/call");
+    start->set_stateless(true);
+    call_ = DeliveredCall(Send(kAgentGateway, e));
+  }
+
+  Outbox Ask(const std::string& tab_request_id) {
+    GatewayEvent e;
+    auto* request = e.mutable_tab_request();
+    request->set_tab_id(5);
+    request->set_call_id(call_);
+    request->set_tab_request_id(tab_request_id);
+    request->set_message(absl::StrCat("ask ", tab_request_id));
+    return Send(kTabGateway, e);
+  }
+
+  Outbox Park(uint64_t link, uint64_t ref, uint32_t ttl_ms = 30000) {
+    GatewayEvent e;
+    e.mutable_call_park()->set_call_ref(ref);
+    e.mutable_call_park()->set_ttl_ms(ttl_ms);
+    return Send(link, e);
+  }
+
+  Outbox Resume(uint64_t link, uint64_t ref, const std::string& account,
+                std::vector<std::pair<std::string, std::string>> answers) {
+    GatewayEvent e;
+    auto* resume = e.mutable_call_resume();
+    resume->set_call_ref(ref);
+    resume->set_account(account);
+    resume->set_call_id(call_);
+    for (const auto& [id, payload] : answers) {
+      auto* answer = resume->add_answers();
+      answer->set_tab_request_id(id);
+      answer->set_payload(payload);
+    }
+    return Send(link, e);
+  }
+
+  uint64_t call_ = 0;
+};
+
+TEST_F(StatelessCallTest, ARetryOnAnotherGatewayAnswersTheTabAndGetsTheResult) {
+  Outbox asked = Ask(R"("user_name")");
+  ASSERT_THAT(asked, SizeIs(1));
+  EXPECT_EQ(asked[0].link_id, kAgentGateway);
+  EXPECT_EQ(asked[0].command.call_event().message(), R"(ask "user_name")");
+
+  EXPECT_THAT(Park(kAgentGateway, 41), IsEmpty());
+  Outbox resumed = Resume(kOtherGateway, 77, "alice", {{R"("user_name")", R"({"action":"accept"})"}});
+  ASSERT_THAT(resumed, SizeIs(1));
+  EXPECT_EQ(resumed[0].link_id, kTabGateway);
+  EXPECT_EQ(resumed[0].command.tab_response().tab_request_id(), R"("user_name")");
+  EXPECT_EQ(resumed[0].command.tab_response().payload(), R"({"action":"accept"})");
+
+  // The call now answers to the retry's gateway and call ref.
+  Outbox done = Reply(kTabGateway, 5, call_, R"({"content":[]})");
+  ASSERT_THAT(done, SizeIs(1));
+  EXPECT_EQ(done[0].link_id, kOtherGateway);
+  EXPECT_EQ(done[0].command.call_done().call_ref(), 77u);
+}
+
+TEST_F(StatelessCallTest, RequestsMadeWhileParkedAndUnansweredOnesAreAskedOnTheRetry) {
+  Ask(R"("first")");
+  Park(kAgentGateway, 41);
+  EXPECT_THAT(Ask(R"("second")"), IsEmpty());  // nobody waits: kept for the retry
+  Outbox resumed = Resume(kOtherGateway, 77, "alice", {{R"("first")", "{}"}});
+  ASSERT_THAT(Of(resumed, RouterCommand::kTabResponse), SizeIs(1));
+  auto events = Of(resumed, RouterCommand::kCallEvent);
+  ASSERT_THAT(events, SizeIs(1));
+  EXPECT_EQ(events[0]->link_id, kOtherGateway);
+  EXPECT_EQ(events[0]->command.call_event().call_ref(), 77u);
+  EXPECT_EQ(events[0]->command.call_event().message(), R"(ask "second")");
+}
+
+TEST_F(StatelessCallTest, AnotherAccountsOrASecondRetryGetsNotPending) {
+  Ask("1");
+  Park(kAgentGateway, 41);
+  Outbox foreign = Resume(kOtherGateway, 77, "mallory", {{"1", "{}"}});
+  ASSERT_THAT(foreign, SizeIs(1));
+  EXPECT_EQ(foreign[0].link_id, kOtherGateway);
+  EXPECT_EQ(foreign[0].command.call_done().failure().reason(), Failure::REASON_NOT_PENDING);
+  // The call is still parked for its own agent.
+  EXPECT_THAT(Of(Resume(kOtherGateway, 78, "alice", {{"1", "{}"}}), RouterCommand::kTabResponse),
+              SizeIs(1));
+  // Resumed already: a replayed retry is refused and reaches no tab.
+  Outbox replay = Resume(kAgentGateway, 79, "alice", {{"1", "{}"}});
+  ASSERT_THAT(replay, SizeIs(1));
+  EXPECT_EQ(replay[0].command.call_done().failure().reason(), Failure::REASON_NOT_PENDING);
+}
+
+TEST_F(StatelessCallTest, AParkedCallExpiresAndItsTabIsTold) {
+  Ask("1");
+  Park(kAgentGateway, 41, /*ttl_ms=*/1000);
+  Outbox early;
+  core_.Sweep(now_ + absl::Milliseconds(500), early);
+  EXPECT_THAT(Of(early, RouterCommand::kCancel), IsEmpty());
+  Outbox late;
+  core_.Sweep(now_ + absl::Seconds(2), late);
+  auto cancels = Of(late, RouterCommand::kCancel);
+  ASSERT_THAT(cancels, SizeIs(1));
+  EXPECT_EQ(cancels[0]->link_id, kTabGateway);
+  EXPECT_EQ(cancels[0]->command.cancel().call_id(), call_);
+  EXPECT_EQ(core_.CallsInFlight(), 0u);
+  EXPECT_EQ(Resume(kOtherGateway, 77, "alice", {})[0].command.call_done().failure().reason(),
+            Failure::REASON_NOT_PENDING);
+}
+
+TEST_F(StatelessCallTest, AParkedCallsTabLeavingSendsNothingToAnyGateway) {
+  Park(kAgentGateway, 41);
+  GatewayEvent down;
+  down.mutable_tab_down()->set_tab_id(5);
+  EXPECT_THAT(Of(Send(kTabGateway, down), RouterCommand::kCallDone), IsEmpty());
+  EXPECT_EQ(Resume(kOtherGateway, 77, "alice", {})[0].command.call_done().failure().reason(),
+            Failure::REASON_NOT_PENDING);
+}
+
+TEST_F(StatelessCallTest, ATabMayKeepOnlySoManyRequestsWaiting) {
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_THAT(Of(Ask(absl::StrCat(i)), RouterCommand::kCallEvent), SizeIs(1));
+  }
+  Outbox refused = Ask("8");
+  ASSERT_THAT(refused, SizeIs(1));
+  EXPECT_EQ(refused[0].link_id, kTabGateway);
+  EXPECT_TRUE(refused[0].command.tab_response().is_error());
+}
+
 }  // namespace
 }  // namespace relay::router

@@ -1,0 +1,192 @@
+#include "gateway/core/modern_request.h"
+
+#include <array>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace relay::gateway {
+namespace {
+
+constexpr std::array<absl::string_view, 8> kLevels = {
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+
+const nlohmann::json* Meta(const RpcMessage& message) {
+  if (!message.params.is_object()) {
+    return nullptr;
+  }
+  auto meta = message.params.find("_meta");
+  return meta != message.params.end() && meta->is_object() ? &*meta : nullptr;
+}
+
+ModernRefusal Refusal(int code, std::string message, nlohmann::json data = nullptr) {
+  return ModernRefusal{400, code, std::move(message), std::move(data)};
+}
+
+// Mcp-Name's value as the client meant it: "=?base64?...?=" is decoded.
+std::optional<std::string> DecodeHeaderValue(absl::string_view value) {
+  if (absl::StartsWith(value, "=?base64?") && absl::EndsWith(value, "?=") && value.size() >= 11) {
+    std::string decoded;
+    if (!absl::Base64Unescape(value.substr(9, value.size() - 11), &decoded)) {
+      return std::nullopt;
+    }
+    return decoded;
+  }
+  return std::string(value);
+}
+
+// The name the body gives for the headers to mirror, for the methods that
+// have one.
+const nlohmann::json* BodyName(const RpcMessage& message) {
+  if (!message.params.is_object()) {
+    return nullptr;
+  }
+  const char* key = nullptr;
+  if (message.method == "tools/call" || message.method == "prompts/get") {
+    key = "name";
+  } else if (message.method == "resources/read") {
+    key = "uri";
+  } else {
+    return nullptr;
+  }
+  auto it = message.params.find(key);
+  return it != message.params.end() ? &*it : nullptr;
+}
+
+bool Declares(const nlohmann::json& capabilities, const char* name) {
+  auto it = capabilities.find(name);
+  return it != capabilities.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>());
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedVersions() {
+  static const std::vector<std::string> kAll = {std::string(kModernVersion), "2025-11-25",
+                                                "2025-06-18", "2025-03-26"};
+  return kAll;
+}
+
+int LogRank(absl::string_view level) {
+  for (size_t i = 0; i < kLevels.size(); ++i) {
+    if (kLevels[i] == level) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool IsModern(const std::optional<std::string>& version_header, const RpcMessage& message) {
+  if (version_header && *version_header == kModernVersion) {
+    return true;
+  }
+  if (message.method == "server/discover" || message.method == "subscriptions/listen") {
+    return true;
+  }
+  const nlohmann::json* meta = Meta(message);
+  return meta != nullptr &&
+         (meta->contains(kMetaProtocolVersion) || meta->contains(kMetaClientCapabilities) ||
+          meta->contains(kMetaClientInfo));
+}
+
+std::variant<ModernRequest, ModernRefusal> CheckModern(const ModernHeaders& headers,
+                                                       const RpcMessage& message) {
+  const nlohmann::json* meta = Meta(message);
+  if (meta == nullptr) {
+    return Refusal(kInvalidParams,
+                   absl::StrCat("Invalid params: a ", kModernVersion,
+                                " request carries params._meta with ", kMetaProtocolVersion,
+                                " and ", kMetaClientCapabilities));
+  }
+  auto version = meta->find(kMetaProtocolVersion);
+  if (version == meta->end() || !version->is_string()) {
+    return Refusal(kInvalidParams,
+                   absl::StrCat("Invalid params: params._meta must name ", kMetaProtocolVersion));
+  }
+  auto capabilities = meta->find(kMetaClientCapabilities);
+  if (capabilities == meta->end() || !capabilities->is_object()) {
+    return Refusal(kInvalidParams, absl::StrCat("Invalid params: params._meta must carry ",
+                                                kMetaClientCapabilities, " (an object)"));
+  }
+  const std::string& asked = version->get_ref<const std::string&>();
+  if (!headers.protocol_version) {
+    return Refusal(kHeaderMismatch,
+                   "Header mismatch: the MCP-Protocol-Version header is required");
+  }
+  if (*headers.protocol_version != asked) {
+    return Refusal(kHeaderMismatch,
+                   absl::StrCat("Header mismatch: MCP-Protocol-Version header value '",
+                                *headers.protocol_version, "' does not match body value '",
+                                asked, "'"));
+  }
+  if (asked != kModernVersion) {
+    nlohmann::json data = {{"supported", SupportedVersions()}, {"requested", asked}};
+    return Refusal(kUnsupportedVersion,
+                   absl::StrCat("Unsupported protocol version '", asked, "'; supported: ",
+                                kModernVersion, " (and, with initialize, the 2025 revisions)"),
+                   std::move(data));
+  }
+  if (!headers.method) {
+    return Refusal(kHeaderMismatch, "Header mismatch: the Mcp-Method header is required");
+  }
+  if (*headers.method != message.method) {
+    return Refusal(kHeaderMismatch,
+                   absl::StrCat("Header mismatch: Mcp-Method header value '", *headers.method,
+                                "' does not match body value '", message.method, "'"));
+  }
+  if (const nlohmann::json* name = BodyName(message); name != nullptr && name->is_string()) {
+    const std::string& body_name = name->get_ref<const std::string&>();
+    if (!headers.name) {
+      return Refusal(kHeaderMismatch, absl::StrCat("Header mismatch: the Mcp-Name header is "
+                                                   "required for ", message.method));
+    }
+    std::optional<std::string> decoded = DecodeHeaderValue(*headers.name);
+    if (!decoded || *decoded != body_name) {
+      return Refusal(kHeaderMismatch,
+                     absl::StrCat("Header mismatch: Mcp-Name header value '", *headers.name,
+                                  "' does not match the body's"));
+    }
+  }
+  ModernRequest request;
+  request.version = asked;
+  request.capabilities.elicitation = Declares(*capabilities, "elicitation");
+  request.capabilities.sampling = Declares(*capabilities, "sampling");
+  request.capabilities.roots = Declares(*capabilities, "roots");
+  if (auto level = meta->find(kMetaLogLevel); level != meta->end() && level->is_string()) {
+    request.log_rank = LogRank(level->get_ref<const std::string&>());
+    if (request.log_rank < 0) {
+      return Refusal(kInvalidParams, absl::StrCat("Invalid params: ", kMetaLogLevel,
+                                                  " must be an RFC 5424 level name"));
+    }
+  }
+  return request;
+}
+
+std::string CompleteResult(absl::string_view result, absl::string_view extra) {
+  absl::string_view body = absl::StripAsciiWhitespace(result);
+  if (body.size() < 2 || body.front() != '{' || body.back() != '}') {
+    return std::string(result);
+  }
+  bool has_type = false;
+  if (absl::StrContains(body, "\"resultType\"")) {
+    auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    has_type = parsed.is_object() && parsed.contains("resultType");
+  }
+  absl::string_view inner = absl::StripAsciiWhitespace(body.substr(1, body.size() - 2));
+  std::string out = absl::StrCat("{", inner);
+  auto add = [&out, empty = inner.empty()](absl::string_view member) mutable {
+    if (member.empty()) {
+      return;
+    }
+    absl::StrAppend(&out, empty ? "" : ",", member);
+    empty = false;
+  };
+  add(has_type ? "" : R"("resultType":"complete")");
+  add(extra);
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace relay::gateway
