@@ -172,6 +172,14 @@ PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentH
       continue;
     }
     RpcMessage& message = std::get<RpcMessage>(decoded);
+    if (options_.modern_era && IsModern(headers.protocol_version, message)) {
+      PostDecision bad;
+      bad.action = JsonReply(200, EncodeError(message.id, kInvalidRequest,
+                                              "Invalid Request: 2026-07-28 requests cannot be "
+                                              "batched; send each on its own"));
+      decision.batch.push_back(std::move(bad));
+      continue;
+    }
     if (message.kind == RpcMessage::Kind::kRequest && message.method == "initialize") {
       PostDecision bad;
       bad.action = JsonReply(200, EncodeError(message.id, kInvalidRequest,

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "gateway/core/catalogue.h"
 #include "gateway/core/jsonrpc.h"
+#include "gateway/core/listen_filter.h"
 #include "gateway/core/modern_request.h"
 #include "gateway/core/request_state.h"
 #include "gateway/rpc/router_client.h"
@@ -104,8 +105,13 @@ inline constexpr const char* kMcpMethodLabels[] = {
 inline constexpr size_t kMcpMethodLabelCount =
     sizeof(kMcpMethodLabels) / sizeof(kMcpMethodLabels[0]);
 
+// A 2026-07-28 subscriptions/listen: the stream to open, and what it hears.
+struct ListenPlan {
+  ListenFilter filter;
+};
+
 struct PostDecision {
-  std::variant<HttpReply, ForwardPlan> action;
+  std::variant<HttpReply, ForwardPlan, ListenPlan> action;
   // Index into kMcpMethodLabels of the message decided; a batch's are in batch,
   // a body that is not a JSON-RPC message counts as "other".
   size_t method_label = kMcpMethodLabelCount - 1;

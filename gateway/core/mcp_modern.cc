@@ -16,6 +16,8 @@ namespace {
 // Lists and reads follow the person's editor and the catalogue file, which
 // change at any moment: clients may keep them, but must ask again.
 constexpr absl::string_view kPrivateNoCache = R"("ttlMs":0,"cacheScope":"private")";
+// Resources one listen stream may follow (the router keeps as many per session).
+constexpr size_t kMaxListenUris = 1000;
 
 bool IsForwardedModern(absl::string_view method) {
   return method == "tools/call" || method == "resources/read" || method == "prompts/get" ||
@@ -66,10 +68,11 @@ bool ValidAnswers(const nlohmann::json& answers) {
 
 }  // namespace
 
-// Change notices and resource updates reach a 2026-07-28 agent only on a
-// subscriptions/listen stream; until it is served, none is announced.
+// Change notices and resource updates reach a 2026-07-28 agent on its
+// subscriptions/listen streams.
 std::string McpDispatcher::ServerCapabilities() const {
-  return R"({"tools":{},"resources":{},"prompts":{},"completions":{},"logging":{}})";
+  return R"({"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},)"
+         R"("prompts":{"listChanged":true},"completions":{},"logging":{}})";
 }
 
 HttpReply McpDispatcher::Discover(const nlohmann::json& id) const {
@@ -131,9 +134,33 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
                                                    kPrivateNoCache, "}")));
     return decision;
   }
+  if (method == "subscriptions/listen") {
+    if (!headers.accepts_sse) {
+      decision.action = JsonReply(406, EncodeError(message.id, kInvalidRequest,
+                                                   "Not Acceptable: subscriptions/listen answers "
+                                                   "with an event stream; send Accept: "
+                                                   "text/event-stream"));
+      return decision;
+    }
+    auto filter = ListenFilter::Parse(message.id, message.params, kMaxListenUris);
+    if (auto* error = std::get_if<std::string>(&filter)) {
+      decision.action = JsonReply(400, EncodeError(message.id, kInvalidParams, *error));
+      return decision;
+    }
+    std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
+    for (const std::string& uri : std::get<ListenFilter>(filter).uris()) {
+      if (catalogue->Hides(Catalogue::Kind::kResource, headers.role, uri)) {
+        decision.action = JsonReply(
+            400, EncodeError(message.id, kResourceNotFound, absl::StrCat("Resource not found: ", uri)));
+        return decision;
+      }
+    }
+    decision.action = ListenPlan{std::get<ListenFilter>(std::move(filter))};
+    return decision;
+  }
   if (!IsForwardedModern(method)) {
     // initialize, ping, logging/setLevel, resources/(un)subscribe are of the
-    // 2025 era only; subscriptions/listen comes with the listen streams.
+    // 2025 era only.
     decision.action = not_found();
     return decision;
   }

@@ -18,9 +18,11 @@ namespace {
 }  // namespace
 
 AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
-                         std::string account, std::string role, std::string session)
+                         std::string account, std::string role, std::string session,
+                         std::optional<ListenFilter> listen)
     : stream_(std::move(stream)), state_(state), slot_(std::move(slot)),
       account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
+      listen_(std::move(listen)),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            MaxQueuedBytes(state.options)) {}
 
@@ -30,6 +32,11 @@ void AgentStream::Run(uint64_t last_event_id) {
   stream_id_ = state_.streams->Add(weak_from_this());
   state_.metrics.CountResponse(200);
   out_.StartSse();
+  if (listen_) {
+    // Acknowledged first, before anything the router may send.
+    out_.SendEvent(listen_->Acknowledged());
+  }
+  AnnounceSubscriptions();
   state_.router->Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id));
   WatchPeer();
 }
@@ -59,11 +66,32 @@ void AgentStream::WatchPeer() {
       });
 }
 
+void AgentStream::AnnounceSubscriptions() {
+  if (!listen_) {
+    return;
+  }
+  for (const std::string& uri : listen_->uris()) {
+    SessionEffect subscribe;
+    subscribe.kind = SessionEffect::Kind::kSubscribe;
+    subscribe.value = uri;
+    if (auto event = EffectEvent(account_, session_, subscribe)) {
+      state_.router->Send(account_, *std::move(event));
+    }
+  }
+}
+
 void AgentStream::PostEvent(uint64_t event_id, std::string message) {
   asio::post(stream_.get_executor(),
              [self = shared_from_this(), event_id, message = std::move(message)] {
-               if (!self->ending_) {
-                 self->out_.SendEvent(message, event_id);
+               if (self->ending_) {
+                 return;
+               }
+               if (!self->listen_) {
+                 return self->out_.SendEvent(message, event_id);
+               }
+               // Listen streams are not resumable: no event ids.
+               if (auto passed = self->listen_->Pass(message)) {
+                 self->out_.SendEvent(*passed);
                }
              });
 }
@@ -76,6 +104,7 @@ void AgentStream::PostReannounce(size_t shard) {
   asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
     if (!self->ending_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
         self->state_.router->ShardOf(self->account_) == shard) {
+      self->AnnounceSubscriptions();
       self->state_.router->Send(self->account_, StreamOpenEvent(self->stream_id_, self->account_,
                                                                 self->session_, 0));
     }
@@ -100,6 +129,9 @@ void AgentStream::End() {
   }
   ending_ = true;
   Unregister();
+  if (listen_) {
+    out_.SendEvent(listen_->Closed());  // a clean end: the listen request's result
+  }
   out_.EndSse(/*keep_alive=*/false);  // OnResponseWritten closes
 }
 

@@ -3,16 +3,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/beast/core.hpp>
 
+#include "gateway/core/listen_filter.h"
 #include "gateway/net/gateway_state.h"
 #include "gateway/net/response_writer.h"
 
 namespace relay::gateway {
 
-// An agent's long-lived stream (the GET of a 2025 session): an SSE response
+// An agent's long-lived stream (the GET of a 2025 session, or a 2026-07-28
+// subscriptions/listen, whose ListenFilter picks and tags what it carries and
+// which ends with the listen request's result): an SSE response
 // that carries the session's notifications and requests from the router until
 // the agent goes away, the session ends, or the gateway stops. Takes over the
 // connection from the HttpSession that read the GET; the connection closes
@@ -22,8 +26,11 @@ namespace relay::gateway {
 // Lives as long as its pending operations.
 class AgentStream : public std::enable_shared_from_this<AgentStream>, public WriterOwner {
  public:
+  // listen: a 2026-07-28 subscriptions/listen stream (its session is the
+  // relay's own, for the router's fan-out), with what it asked to hear.
   AgentStream(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
-              std::string account, std::string role, std::string session);
+              std::string account, std::string role, std::string session,
+              std::optional<ListenFilter> listen = std::nullopt);
 
   // On the strand: registers the stream, answers the GET, tells the router
   // (which replays what came after last_event_id).
@@ -54,6 +61,8 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   void End();
   // Tells the router the stream is gone (once).
   void Unregister();
+  // A listen stream's resources, subscribed at the router before it opens.
+  void AnnounceSubscriptions();
 
   boost::beast::tcp_stream stream_;
   GatewayState& state_;
@@ -61,6 +70,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   const std::string account_;
   const std::string role_;  // the token's: which catalogue changes this stream hears of
   const std::string session_;
+  const std::optional<ListenFilter> listen_;
   ResponseWriter out_;
   std::string scratch_;  // what the agent sends on a stream is read and dropped
   uint64_t stream_id_ = 0;

@@ -186,6 +186,9 @@ void HttpSession::Dispatch() {
       if (auto* plan = std::get_if<ForwardPlan>(&decision.action)) {
         return StartForward(std::move(*plan));
       }
+      if (auto* listen = std::get_if<ListenPlan>(&decision.action)) {
+        return OpenListen(std::move(*listen));
+      }
       return Reply(std::get<HttpReply>(decision.action));
     }
     case http::verb::delete_: {
@@ -255,6 +258,20 @@ void HttpSession::OpenStream(const std::string& session) {
   std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
                                 headers_.role, session)
       ->Run(last_event_id);
+}
+
+void HttpSession::OpenListen(ListenPlan plan) {
+  // The router fans out to sessions: a listen stream has one of its own,
+  // named after its token (so that one agent counts once) and for this
+  // stream only; it ends with the stream.
+  std::string session = absl::StrCat("l.", headers_.token_key, ".", state_.gateway_id, ".",
+                                     state_.calls_started.fetch_add(1) + 1);
+  phase_ = Phase::kClosed;
+  StopTimer();
+  out_.Stop();
+  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
+                                headers_.role, std::move(session), std::move(plan.filter))
+      ->Run(0);
 }
 
 // ---------------------------------------------------------- forwarded call --

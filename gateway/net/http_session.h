@@ -69,6 +69,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   // Answers a batch's messages one after the other, then all at once.
   void RunBatch();
   void OpenStream(const std::string& session);
+  void OpenListen(ListenPlan plan);
 
   // The forwarded call.
   void StartForward(ForwardPlan plan);

@@ -1,5 +1,7 @@
 #include "router/core/session_table.h"
 
+#include "absl/strings/match.h"
+
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -31,11 +33,41 @@ uint32_t SessionTable::CountLocked(const std::string& account, absl::Time now) c
   if (it == by_account_.end()) {
     return 0;
   }
-  uint32_t count = 0;
+  // A 2026-07-28 agent has a session per token ("t.<key>") and one per
+  // listen stream ("l.<key>.<gateway>.<n>"): it counts once.
+  absl::flat_hash_set<absl::string_view> agents;
   for (const std::string& id : it->second) {
-    count += Counts(sessions_.at(id), now) ? 1 : 0;
+    if (Counts(sessions_.at(id), now)) {
+      agents.insert(AgentOf(id));
+    }
   }
-  return count;
+  return static_cast<uint32_t>(agents.size());
+}
+
+absl::string_view SessionTable::AgentOf(absl::string_view session) {
+  if (absl::StartsWith(session, "l.")) {
+    absl::string_view key = session.substr(2);
+    return key.substr(0, key.find('.'));
+  }
+  if (absl::StartsWith(session, "t.")) {
+    return session.substr(2);
+  }
+  return session;
+}
+
+void SessionTable::EraseLocked(const std::string& session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) {
+    return;
+  }
+  auto ids = by_account_.find(it->second.account);
+  if (ids != by_account_.end()) {
+    ids->second.erase(session);
+    if (ids->second.empty()) {
+      by_account_.erase(ids);
+    }
+  }
+  sessions_.erase(it);
 }
 
 SessionTable::Session& SessionTable::Upsert(const std::string& session, const std::string& account,
@@ -155,19 +187,34 @@ std::vector<std::string> SessionTable::CloseStream(const std::string& session, S
   }
   it->second.stream.reset();
   it->second.last_seen = now;
-  ReportChange(it->second.account, now, changed);
+  const std::string account = it->second.account;
+  if (IsListen(session)) {
+    EraseLocked(session);  // a listen stream's session lives as long as the stream
+  }
+  ReportChange(account, now, changed);
   return changed;
 }
 
 std::vector<std::string> SessionTable::CloseLink(uint64_t link_id, absl::Time now) {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> changed;
+  std::vector<std::string> listens;
+  std::vector<std::string> accounts;
   for (auto& [id, s] : sessions_) {
     if (s.stream && s.stream->link_id == link_id) {
       s.stream.reset();
       s.last_seen = now;
-      ReportChange(s.account, now, changed);
+      accounts.push_back(s.account);
+      if (IsListen(id)) {
+        listens.push_back(id);
+      }
     }
+  }
+  for (const std::string& id : listens) {
+    EraseLocked(id);
+  }
+  for (const std::string& account : accounts) {
+    ReportChange(account, now, changed);
   }
   return changed;
 }

@@ -129,6 +129,11 @@ class SessionTable {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t CountLocked(const std::string& account, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Which agent a session is of: the token key of a 2026-07-28 agent's
+  // sessions, else the session itself.
+  static absl::string_view AgentOf(absl::string_view session);
+  static bool IsListen(absl::string_view session) { return session.substr(0, 2) == "l."; }
+  void EraseLocked(const std::string& session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<StreamDelivery> Append(Session& s, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends message for every session of the account that wants it.

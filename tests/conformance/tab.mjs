@@ -117,6 +117,16 @@ export function serveConformance(tab) {
       const answer = await askName(message, 'stream_name', 'What is your name?', 'name');
       return failed(answer) || { content: [text(`Streaming complete: ${answer.result.content?.name ?? ''}`)] };
     },
+    // A tab's own list change (it serves names beyond the catalogue): agents listening
+    // for it hear it through the router, whichever gateway they use.
+    test_trigger_tool_change: async () => {
+      tab.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      return { content: [text('Tool list changed')] };
+    },
+    test_trigger_prompt_change: async () => {
+      tab.send({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+      return { content: [text('Prompt list changed')] };
+    },
     test_logging_tool: async (args, message) => {
       tab.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'logging tool ran', _meta: callOf(message) } });
       return { content: [text('Logging evaluated')] };

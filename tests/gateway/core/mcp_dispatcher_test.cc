@@ -25,7 +25,7 @@ class McpDispatcherTest : public ::testing::Test {
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
-  std::variant<HttpReply, ForwardPlan> Post(const std::string& body,
+  decltype(PostDecision::action) Post(const std::string& body,
                                             std::optional<std::string> session = std::nullopt,
                                             std::optional<std::string> version = std::nullopt,
                                             const std::string& account = "alice") {
@@ -36,7 +36,7 @@ class McpDispatcherTest : public ::testing::Test {
                       const std::string& account = "alice") {
     return dispatcher_->HandlePost(account, AgentHeaders{session, version, true, role_, {}, {}, {}}, body);
   }
-  HttpReply Reply(const std::variant<HttpReply, ForwardPlan>& d) {
+  HttpReply Reply(const decltype(PostDecision::action)& d) {
     EXPECT_TRUE(std::holds_alternative<HttpReply>(d));
     return std::get<HttpReply>(d);
   }
@@ -234,7 +234,7 @@ TEST_F(McpDispatcherTest, AHiddenEntryAnswersAsAnUnknownNameAndIsNeverForwarded)
                              params, "}"),
                 session);
   };
-  auto error = [&](const std::variant<HttpReply, ForwardPlan>& d) {
+  auto error = [&](const decltype(PostDecision::action)& d) {
     return nlohmann::json::parse(Reply(d).body)["error"];
   };
   role_ = "viewer";

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace relay::gateway {
+
+// One 2026-07-28 subscriptions/listen stream's rules: what its agent asked to
+// hear (list changes by kind, updates of some resources), the first message
+// (acknowledged, with the honored subset) and the last (the listen request's
+// result, on a clean end), and every notification tagged with the stream's
+// subscription id (the listen request's JSON-RPC id, echoed exactly).
+class ListenFilter {
+ public:
+  // From the listen request's id and params; an error text for params the
+  // agent must fix (no notifications object, URIs that are not strings, more
+  // URIs than max_uris).
+  static std::variant<ListenFilter, std::string> Parse(const nlohmann::json& id,
+                                                       const nlohmann::json& params,
+                                                       size_t max_uris);
+
+  std::string Acknowledged() const;
+  // The message as the agent gets it on this stream, or none when it did not
+  // ask for its kind.
+  std::optional<std::string> Pass(absl::string_view message) const;
+  // The response that ends the stream cleanly (the gateway shuts down).
+  std::string Closed() const;
+
+  const std::vector<std::string>& uris() const { return uris_; }
+
+ private:
+  std::string Tagged(nlohmann::json message) const;
+
+  nlohmann::json id_;
+  bool tools_ = false;
+  bool prompts_ = false;
+  bool resources_ = false;
+  std::vector<std::string> uris_;
+};
+
+}  // namespace relay::gateway
