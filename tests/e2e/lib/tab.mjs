@@ -70,6 +70,7 @@ export class ScriptedTab {
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('tab: timed out waiting for a message')), timeoutMs);
+      timer.unref();  // a request the relay never answers (a parked call) does not hold the test
       this.waiters.push({ test, resolve: (m) => { clearTimeout(timer); resolve(m); } });
     });
   }
