@@ -38,6 +38,10 @@ if [[ "${1:-}" == "--tests" ]]; then
   if [[ ! -f tests/node_modules/.package-lock.json || tests/package-lock.json -nt tests/node_modules/.package-lock.json ]]; then
     (cd tests && npm ci --no-audit --no-fund --loglevel=error)
   fi
+  # Claude Code (a native binary of some 400 MB) for its own end-to-end test, apart.
+  if [[ ! -f tests/claude/node_modules/.package-lock.json || tests/claude/package-lock.json -nt tests/claude/node_modules/.package-lock.json ]]; then
+    (cd tests/claude && npm ci --no-audit --no-fund --loglevel=error)
+  fi
 fi
 
 echo "setup: building into build/ (the first build takes several minutes)"
