@@ -25,7 +25,7 @@ const { values: opts } = parseArgs({
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
-    only: { type: 'string', default: 'relay,node,ts' },
+    only: { type: 'string', default: 'relay,modern,node,ts' },
     'no-sweep': { type: 'boolean', default: false },
     memory: { type: 'string' },
     out: { type: 'string', default: join(repoRoot, 'docs', 'perf') },
@@ -100,7 +100,7 @@ async function initialize(url, token) {
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
 async function saturate(system) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
-  const { out } = await run('wrk', ['-t1', '-c32', `-d${seconds}s`, '--latency', '-s', wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
+  const { out } = await run('wrk', ['-t1', '-c32', `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
   const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
   const p99 = ms(/\n\s+99%\s+(\S+)/.exec(out)[1]);
@@ -173,14 +173,16 @@ async function compare() {
     const pidOf = (name) => stack.procs.find((p) => p.name === name).child.pid;
     const allSystems = [
       { key: 'relay', name: 'relay (full path)', url: stack.gateways[1].url, token, procs: [['gateway B', pidOf('gateway2')], ['router', pidOf('router0')], ['gateway A', pidOf('gateway1')], ['authsvc', pidOf('authsvc')], ['tab', relayTab.child.pid]] },
+      // The same path and load as 2026-07-28 agents send it: stateless, no session.
+      { key: 'modern', name: 'relay, 2026-07-28', url: stack.gateways[1].url, token, stateless: true, script: join(repoRoot, 'bench', 'modern-call.lua'), procs: [['gateway B', pidOf('gateway2')], ['router', pidOf('router0')], ['gateway A', pidOf('gateway1')], ['authsvc', pidOf('authsvc')], ['tab', relayTab.child.pid]] },
       { key: 'node', name: 'Node relay (5 s cache)', url: `http://127.0.0.1:${nodeRelay.port}/mcp`, token, procs: [['node relay', nodeRelay.child.pid], ['tab', nodeTab.child.pid]] },
       { key: 'ts', name: 'TS SDK server (direct)', url: `http://127.0.0.1:${direct.port}/mcp`, token: null, procs: [['ts server', direct.child.pid]] },
     ];
     const wanted = opts.only.split(',');
     const systems = allSystems.filter((s) => wanted.includes(s.key));
-    for (const s of systems) s.sid = await initialize(s.url, s.token);
+    for (const s of systems) s.sid = s.stateless ? '' : await initialize(s.url, s.token);
     // Warm up every path (verification caches, JIT) before measuring.
-    for (const s of systems) await openLoop(s, 500, 1);
+    for (const s of systems.filter((x) => !x.stateless)) await openLoop(s, 500, 1);
 
     console.log(`benchmark: wrk -t1 -c32 -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
     // Rounds alternate the systems, so that a slow minute of this shared machine hits all
@@ -212,14 +214,14 @@ async function compare() {
       console.log(`${pad(r.name, 26)}${pad(Math.round(r.rps), 10)}${pad(r.p50.toFixed(2), 9)}${pad(r.p99.toFixed(2), 9)}${cpu} (total ${total.toFixed(1)})${r.non2xx ? `  NON-2xx: ${r.non2xx}` : ''}${r.errors !== 'none' ? `  socket errors: ${r.errors}` : ''}`);
     }
     console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run)`);
-    console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x\n`);
+    console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}\n`);
     if (opts['no-sweep'] || !relay || !nodeR) return;
 
     // Latency against offered load, open loop, for the relay and the Node relay.
     const loadSeconds = Number(opts['load-seconds']);
     const fractions = [0.1, 0.25, 0.5, 0.75, 0.9];
     const series = [];
-    for (const [s, r] of [[systems[0], relay], [systems[1], nodeR]]) {  // relay and node come first
+    for (const [s, r] of [[systems.find((x) => x.key === 'relay'), relay], [systems.find((x) => x.key === 'node'), nodeR]]) {
       const points = [];
       for (const f of fractions) {
         const p = await openLoop(s, r.rps * f, loadSeconds);

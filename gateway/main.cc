@@ -22,9 +22,10 @@ ABSL_FLAG(std::string, catalogue, "", "path of the catalogue tools.json");
 ABSL_FLAG(std::string, session_secret_file, "", "file with the secret that signs session ids");
 ABSL_FLAG(std::string, trusted_proxies, "", "CIDRs whose X-Real-IP / X-Forwarded-For is believed");
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(30), "deadline of one forwarded request");
-ABSL_FLAG(bool, modern_era, false,
-          "serve MCP 2026-07-28 (server/discover, stateless requests, multi round-trip requests) "
-          "beside the 2025 revisions on the same URL");
+ABSL_FLAG(bool, modern_era, true,
+          "serve MCP 2026-07-28 (server/discover, stateless requests, multi round-trip requests, "
+          "subscriptions/listen) beside the 2025 revisions on the same URL; --nomodern_era "
+          "answers server/discover -32601 so that every client falls back to the 2025 era");
 ABSL_FLAG(std::string, no_tab_message, std::string(relay::gateway::kDefaultNoTabMessage),
           "what an agent is told when the account has no tab");
 ABSL_FLAG(int, threads, 2, "I/O threads");

@@ -405,8 +405,20 @@ std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
   return std::nullopt;
 }
 
+std::optional<HttpReply> McpDispatcher::RefuseModernGetOrDelete(const AgentHeaders& headers) const {
+  if (!options_.modern_era || headers.protocol_version != kModernVersion) {
+    return std::nullopt;
+  }
+  return JsonReply(405, EncodeError(nullptr, kInvalidRequest,
+                                    "Method Not Allowed: 2026-07-28 has no sessions and no GET "
+                                    "stream; POST subscriptions/listen for notifications"));
+}
+
 std::variant<HttpReply, StreamPlan> McpDispatcher::HandleGet(const std::string& account,
                                                              const AgentHeaders& headers) const {
+  if (auto modern = RefuseModernGetOrDelete(headers)) {
+    return *std::move(modern);
+  }
   if (auto bad = CheckVersionHeader(headers.protocol_version)) {
     return *std::move(bad);
   }
@@ -423,6 +435,9 @@ std::variant<HttpReply, StreamPlan> McpDispatcher::HandleGet(const std::string& 
 
 HttpReply McpDispatcher::HandleDelete(const std::string& account,
                                       const AgentHeaders& headers) const {
+  if (auto modern = RefuseModernGetOrDelete(headers)) {
+    return *std::move(modern);
+  }
   if (auto bad = CheckVersionHeader(headers.protocol_version)) {
     return *std::move(bad);
   }

@@ -29,9 +29,10 @@ struct DispatchOptions {
   int max_json_depth = kDefaultMaxJsonDepth;
   std::string server_name = "mcp-tab-relay";
   std::string server_version = "0.1.0";
-  // MCP 2026-07-28 served beside the 2025 era (--modern_era); off, a modern
-  // request is answered as before the era existed, so clients fall back.
-  bool modern_era = false;
+  // MCP 2026-07-28 served beside the 2025 era (--modern_era, on by default);
+  // off, a modern request is answered as before the era existed (server/discover
+  // is -32601), so that clients fall back to initialize.
+  bool modern_era = true;
 }; 
 
 // What the agent side knows of a request besides its body: its headers, and
@@ -189,6 +190,8 @@ class McpDispatcher {
 
  private:
   std::optional<HttpReply> CheckVersionHeader(const std::optional<std::string>& version) const;
+  // GET and DELETE of a 2026-07-28 client: 405 (the era has neither).
+  std::optional<HttpReply> RefuseModernGetOrDelete(const AgentHeaders& headers) const;
   // 400 without a session id, 404 for a bad, ended or another account's one.
   std::optional<HttpReply> CheckSession(const std::string& account,
                                         const std::optional<std::string>& session_id,

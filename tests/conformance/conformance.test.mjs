@@ -26,7 +26,7 @@ before(async () => {
     gateways: 2,
     users: ['conformance'],
     catalogue: JSON.parse(readFileSync(join(here, 'catalogue.json'), 'utf8')),
-    gatewayArgs: (i) => ['--modern_era', ...(i === 1 ? [`--allowed_origins=${origins}`] : [])],
+    gatewayArgs: (i) => (i === 1 ? [`--allowed_origins=${origins}`] : []),
   });
   tab = await connectConformanceTab(stack.gateways[0].wsUrl, await stack.ticket('conformance'));
   const token = await stack.mintToken('conformance');

@@ -16,7 +16,7 @@ const stack = await startStack({
   gateways: 2,
   users: ['conformance'],
   catalogue: JSON.parse(readFileSync(join(here, 'catalogue.json'), 'utf8')),
-  gatewayArgs: (i) => ['--modern_era', ...(i === 1 ? [`--allowed_origins=${origins}`] : [])],
+  gatewayArgs: (i) => (i === 1 ? [`--allowed_origins=${origins}`] : []),
 });
 const tab = await connectConformanceTab(stack.gateways[0].wsUrl, await stack.ticket('conformance'));
 const token = await stack.mintToken('conformance');

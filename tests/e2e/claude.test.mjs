@@ -91,7 +91,6 @@ before(async () => {
   stack = await startStack({
     gateways: 2,
     users: ['cleo'],
-    gatewayArgs: ['--modern_era'],
     catalogue: { tools: [{ name: 'get_title', description: 'The title of the open document.', inputSchema: { type: 'object', properties: {} } }] },
   });
   tab = new ScriptedTab(stack.gateways[0].wsUrl);

@@ -39,7 +39,7 @@ before(async () => {
     gateways: 3,
     users: ['ann', 'bob'],
     catalogue,
-    gatewayArgs: ['--modern_era', '--catalogue_poll=100ms', '--call_timeout=3s'],
+    gatewayArgs: ['--catalogue_poll=100ms', '--call_timeout=3s'],
   });
   tab = new ScriptedTab(stack.gateways[0].wsUrl);
   await tab.hello(await stack.ticket('ann'));
@@ -213,6 +213,11 @@ test('each error of the modern transport has its status and code', async () => {
   assert.equal(unsupported.status, 400);
   assert.equal(unsupported.data.error.code, -32022);
   assert.deepEqual(unsupported.data.error.data, { supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'], requested: 'v999' });
+  // The era has no sessions and no GET stream.
+  for (const method of ['GET', 'DELETE']) {
+    const refused = await fetch(stack.gateways[1].url, { method, headers: { Authorization: `Bearer ${annToken}`, Accept: 'text/event-stream', 'MCP-Protocol-Version': '2026-07-28' } });
+    assert.equal(refused.status, 405, method);
+  }
   // The tool asks for sampling, which this agent did not declare.
   const missing = await post(1, { method: 'tools/call', params: { name: 'ask_model', arguments: {}, _meta: META } });
   assert.equal(missing.status, 400);

@@ -82,7 +82,10 @@ TEST_F(McpDispatcherTest, MissingSessionIs400AndBadOrForeignSessionIs404) {
   EXPECT_EQ(Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"ping"})", bobs, std::nullopt, "alice")).status, 404);
 }
 
-TEST_F(McpDispatcherTest, ServerDiscoverIsMethodNotFoundAtOnce) {
+TEST_F(McpDispatcherTest, WithoutTheModernEraServerDiscoverIsMethodNotFoundAtOnce) {
+  DispatchOptions options;
+  options.modern_era = false;
+  dispatcher_ = std::make_unique<McpDispatcher>(signer_, *catalogue_, ended_, options);
   HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}})"));
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(nlohmann::json::parse(r.body)["error"]["code"], kMethodNotFound);
