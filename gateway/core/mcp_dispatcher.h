@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "gateway/core/catalogue.h"
+#include "common/crypto.h"
 #include "gateway/core/jsonrpc.h"
 #include "gateway/core/listen_filter.h"
 #include "gateway/core/modern_request.h"
@@ -68,6 +69,8 @@ struct ModernCall {
   ClientCapabilities capabilities;
   int log_rank = -1;
   uint32_t round = 0;  // the last round answered (0 for a new call)
+  std::string token_key;  // the agent's token, and the request's name or URI
+  std::string target;     // (digest): what a requestState is bound to
   // Answers given without a requestState (a first call may carry them): by
   // key, tried on the tab's requests as they come.
   nlohmann::json early_answers = nlohmann::json::object();
@@ -154,7 +157,7 @@ class McpDispatcher {
   McpDispatcher(const SessionIdSigner& signer, const CatalogueFile& catalogue,
                 const EndedSessions& ended, DispatchOptions options)
       : signer_(signer), catalogue_(catalogue), ended_(ended), options_(std::move(options)),
-        states_(signer.secret()) {}
+        states_(signer.secret()), token_key_(common::HmacSha256(signer.secret(), "relay token key v1")) {}
 
   PostDecision HandlePost(const std::string& account, const AgentHeaders& headers,
                           absl::string_view body) const;
@@ -187,6 +190,9 @@ class McpDispatcher {
   // A 2026-07-28 call's message for the agent other than the tab's requests:
   // progress passes, log messages only from the level the request asked.
   bool PassesModern(const ForwardPlan& plan, absl::string_view message) const;
+  // A 2026-07-28 agent's name at the router: a keyed hash of its bearer token
+  // (the Authorization header's value), 32 hex digits.
+  std::string TokenKey(absl::string_view authorization) const;
 
  private:
   std::optional<HttpReply> CheckVersionHeader(const std::optional<std::string>& version) const;
@@ -222,6 +228,7 @@ class McpDispatcher {
   const EndedSessions& ended_;
   DispatchOptions options_;
   RequestStateSigner states_;
+  std::string token_key_;  // keys TokenKey
 };
 
 }  // namespace relay::gateway

@@ -3,6 +3,7 @@
 // caching fields, and multi round-trip requests: a tab's requests to the
 // agent become input_required rounds with a signed requestState, and the
 // retry, on any gateway, resumes the call that waits in the tab.
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -18,6 +19,9 @@ namespace {
 constexpr absl::string_view kPrivateNoCache = R"("ttlMs":0,"cacheScope":"private")";
 // Resources one listen stream may follow (the router keeps as many per session).
 constexpr size_t kMaxListenUris = 1000;
+// A tab's request id as a key of inputRequests: the requestState carries the
+// round's ids and must stay well under its own bound.
+constexpr size_t kMaxKeyBytes = 256;
 
 bool IsForwardedModern(absl::string_view method) {
   return method == "tools/call" || method == "resources/read" || method == "prompts/get" ||
@@ -51,6 +55,38 @@ const char* CapabilityFor(absl::string_view method) {
 bool Declared(const ClientCapabilities& caps, absl::string_view capability) {
   return (capability == "elicitation" && caps.elicitation) ||
          (capability == "sampling" && caps.sampling) || (capability == "roots" && caps.roots);
+}
+
+// What a requestState binds the retry to besides its method: the request's
+// name or URI, as a digest (the state travels through the agent; it need not
+// carry the name itself).
+std::string TargetOf(const nlohmann::json& params) {
+  std::string target;
+  if (params.is_object()) {
+    for (const char* key : {"name", "uri"}) {
+      if (auto it = params.find(key); it != params.end() && it->is_string()) {
+        target = it->get<std::string>();
+        break;
+      }
+    }
+  }
+  return common::Sha256Hex(target).substr(0, 32);
+}
+
+// The keys an agent sees for the tab's requests of a round, in order and
+// unique: the tab's id itself when it is a string, else its JSON text; a
+// repeated key gets "#2", "#3", …
+std::vector<std::string> DisplayKeys(const std::vector<std::string>& tab_ids) {
+  std::vector<std::string> keys;
+  for (const std::string& id : tab_ids) {
+    std::string key = DisplayKey(id);
+    std::string unique = key;
+    for (int n = 2; std::find(keys.begin(), keys.end(), unique) != keys.end(); ++n) {
+      unique = absl::StrCat(key, "#", n);
+    }
+    keys.push_back(std::move(unique));
+  }
+  return keys;
 }
 
 // inputResponses must map keys to result objects.
@@ -176,6 +212,8 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
   plan.modern.emplace();
   plan.modern->capabilities = modern.capabilities;
   plan.modern->log_rank = modern.log_rank;
+  plan.modern->token_key = headers.token_key;
+  plan.modern->target = TargetOf(message.params);
   plan.is_tool_call = method == "tools/call";
   plan.request.account = account;
   plan.request.session_id = decision.session;
@@ -197,20 +235,22 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
       auto state = it->is_string()
                        ? states_.Verify(it->get_ref<const std::string&>(), absl::Now())
                        : absl::InvalidArgumentError("not a string");
-      // Another account's state is refused exactly like a forged one.
-      if (!state.ok() || state->account != account) {
+      // Another account's state, or one of another request or token, is
+      // refused exactly like a forged one.
+      if (!state.ok() || state->account != account || state->method != method ||
+          state->target != plan.modern->target || state->token != headers.token_key) {
         return invalid(
             "Invalid params: requestState is not one this relay gave for this account's call, "
             "or it has expired; call again without requestState and inputResponses");
       }
       message.params.erase(it);
       plan.request.resume_call_id = state->call_id;
+      plan.request.resume_round = state->round;
       plan.modern->round = state->round;
-      for (const std::string& key : state->keys) {
-        if (answers.is_object()) {
-          if (auto answer = answers.find(DisplayKey(key)); answer != answers.end()) {
-            plan.request.answers.emplace_back(key, DumpJson(*answer));
-          }
+      std::vector<std::string> keys = DisplayKeys(state->keys);
+      for (size_t i = 0; i < keys.size() && answers.is_object(); ++i) {
+        if (auto answer = answers.find(keys[i]); answer != answers.end()) {
+          plan.request.answers.emplace_back(state->keys[i], DumpJson(*answer));
         }
       }
     } else if (answers.is_object()) {
@@ -243,18 +283,38 @@ RoundDecision McpDispatcher::DecideRound(const std::string& account, ForwardPlan
     effect.payload = std::move(payload);
     decision.to_tab.push_back(std::move(effect));
   };
+  // Only tools/call, resources/read and prompts/get may be answered
+  // input_required (the specification); other calls cannot ask the agent.
+  const std::string& method_asked = plan.request.method;
+  bool may_ask = method_asked == "tools/call" || method_asked == "resources/read" ||
+                 method_asked == "prompts/get";
+  std::vector<const RoundRequest*> asked;
+  std::vector<nlohmann::json> asked_requests;
   for (const RoundRequest& request : requests) {
     state.call_id = request.call_id;
     auto parsed = nlohmann::json::parse(request.message, nullptr, /*allow_exceptions=*/false);
-    std::string method = parsed.is_object() ? parsed.value("method", "") : "";
+    std::string method = parsed.is_object() && parsed.contains("method") && parsed["method"].is_string()
+                             ? parsed["method"].get<std::string>()
+                             : "";
     const char* capability = CapabilityFor(method);
-    std::string key = DisplayKey(request.tab_request_id);
-    if (input_requests.contains(key)) {
-      key = request.tab_request_id;  // "5" and 5: told apart by their JSON
-    }
-    if (auto early = modern.early_answers.find(key); early != modern.early_answers.end()) {
+    if (auto early = modern.early_answers.find(DisplayKey(request.tab_request_id));
+        early != modern.early_answers.end()) {
       to_tab(request, false, DumpJson(*early));
       modern.early_answers.erase(early);
+      continue;
+    }
+    auto refuse = [&](int code, std::string text) {
+      to_tab(request, true, DumpJson(nlohmann::json{{"code", code}, {"message", std::move(text)}}));
+    };
+    if (!may_ask) {
+      refuse(kInternalError, absl::StrCat("the agent cannot be asked anything during ",
+                                          method_asked, " (2026-07-28 agents answer questions "
+                                          "only for tools/call, resources/read, prompts/get)"));
+      continue;
+    }
+    if (request.tab_request_id.size() > kMaxKeyBytes) {
+      refuse(kInvalidParams, absl::StrCat("request ids to a 2026-07-28 agent are at most ",
+                                          kMaxKeyBytes, " bytes"));
       continue;
     }
     if (capability == nullptr || !Declared(modern.capabilities, capability)) {
@@ -262,21 +322,27 @@ RoundDecision McpDispatcher::DecideRound(const std::string& account, ForwardPlan
       if (capability != nullptr) {
         missing[capability] = nlohmann::json::object();
       }
-      nlohmann::json error = {
-          {"code", kMissingClientCapability},
-          {"message", absl::StrCat("the agent did not declare the ",
-                                   capability == nullptr ? method : capability,
-                                   " capability: it cannot be asked this")}};
-      to_tab(request, true, DumpJson(error));
+      refuse(kMissingClientCapability,
+             absl::StrCat("the agent did not declare the ",
+                          capability == nullptr ? method : capability,
+                          " capability: it cannot be asked this"));
       continue;
     }
-    nlohmann::json params = parsed.contains("params") ? std::move(parsed["params"])
-                                                      : nlohmann::json::object();
-    input_requests[key] = {{"method", method}, {"params", std::move(params)}};
+    asked.push_back(&request);
+    asked_requests.push_back({{"method", method},
+                              {"params", parsed.contains("params") ? std::move(parsed["params"])
+                                                                   : nlohmann::json::object()}});
     state.keys.push_back(request.tab_request_id);
+  }
+  std::vector<std::string> keys = DisplayKeys(state.keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    input_requests[keys[i]] = std::move(asked_requests[i]);
   }
   if (!input_requests.empty()) {
     state.account = account;
+    state.method = plan.request.method;
+    state.target = modern.target;
+    state.token = modern.token_key;
     state.round = ++modern.round;
     state.expires = now + options_.call_timeout;
     nlohmann::json result = {{"resultType", "input_required"},
@@ -296,16 +362,27 @@ RoundDecision McpDispatcher::DecideRound(const std::string& account, ForwardPlan
   return decision;
 }
 
+std::string McpDispatcher::TokenKey(absl::string_view authorization) const {
+  absl::string_view token = authorization;
+  if (token.size() > 7 && absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ")) {
+    token.remove_prefix(7);
+  }
+  return common::HexEncode(common::HmacSha256(token_key_, token)).substr(0, 32);
+}
+
 bool McpDispatcher::PassesModern(const ForwardPlan& plan, absl::string_view message) const {
+  if (absl::StrContains(message, "notifications/progress") && plan.agent_progress_token.is_null()) {
+    return false;  // this request asked for no progress (a retry may not have)
+  }
   if (!absl::StrContains(message, "notifications/message")) {
+    return true;
+  }
+  auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("method") || parsed["method"] != "notifications/message") {
     return true;
   }
   if (plan.modern->log_rank < 0) {
     return false;  // the request asked for no logs
-  }
-  auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || parsed.value("method", "") != "notifications/message") {
-    return true;
   }
   const nlohmann::json& params = parsed["params"];
   std::string level = params.is_object() && params.contains("level") && params["level"].is_string()

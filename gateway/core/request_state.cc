@@ -29,6 +29,9 @@ std::string RequestStateSigner::Sign(const RequestState& state) const {
                             {"c", state.call_id},
                             {"r", state.round},
                             {"k", state.keys},
+                            {"m", state.method},
+                            {"n", state.target},
+                            {"t", state.token},
                             {"e", absl::ToUnixMillis(state.expires)}};
   std::string signed_part =
       absl::StrCat(kPrefix, absl::WebSafeBase64Escape(payload.dump(-1, ' ', false,
@@ -57,6 +60,7 @@ absl::StatusOr<RequestState> RequestStateSigner::Verify(absl::string_view text,
   auto payload = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (!payload.is_object() || !payload["a"].is_string() || !payload["c"].is_number_unsigned() ||
       !payload["r"].is_number_unsigned() || !payload["k"].is_array() ||
+      !payload["m"].is_string() || !payload["n"].is_string() || !payload["t"].is_string() ||
       !payload["e"].is_number_integer()) {
     return invalid();
   }
@@ -64,6 +68,9 @@ absl::StatusOr<RequestState> RequestStateSigner::Verify(absl::string_view text,
   state.account = payload["a"].get<std::string>();
   state.call_id = payload["c"].get<uint64_t>();
   state.round = payload["r"].get<uint32_t>();
+  state.method = payload["m"].get<std::string>();
+  state.target = payload["n"].get<std::string>();
+  state.token = payload["t"].get<std::string>();
   for (const auto& key : payload["k"]) {
     if (!key.is_string()) {
       return invalid();

@@ -18,6 +18,11 @@ struct RequestState {
   uint64_t call_id = 0;  // the router's id of the call
   uint32_t round = 0;    // 1 for the first input_required of the call
   std::vector<std::string> keys;  // the tab's request ids asked in the round
+  // The request it answers: only a retry of the same method and name or URI,
+  // with the same token, resumes the call.
+  std::string method;
+  std::string target;  // a digest of params.name or params.uri
+  std::string token;   // the token's key (AgentHeaders::token_key)
   absl::Time expires;
 };
 

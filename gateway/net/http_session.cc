@@ -142,8 +142,8 @@ void HttpSession::OnAdmitted(std::string account, std::string role) {
   if (headers_.protocol_version == kModernVersion) {
     // A 2026-07-28 agent has no session: the router knows it by its token's
     // hash (half of a SHA-256 is plenty to tell tokens apart).
-    headers_.token_key = common::Sha256Hex(in_.Header(http::field::authorization).value_or(""))
-                             .substr(0, 32);
+    headers_.token_key =
+        state_.dispatcher->TokenKey(in_.Header(http::field::authorization).value_or(""));
   }
   auto accept = in_.Header(http::field::accept);
   headers_.accepts_sse = accept && absl::StrContains(*accept, "text/event-stream");
@@ -288,9 +288,10 @@ void HttpSession::StartForward(ForwardPlan plan) {
   trace_id_ = absl::StrCat(state_.gateway_id, "-", state_.calls_started.fetch_add(1) + 1);
   ForwardRequest request{planned.account, planned.session_id, planned.method,
                          std::move(plan_->request.params), planned.request_id,
-                         planned.progress_token, trace_id_, false, 0, {}};
+                         planned.progress_token, trace_id_, false, 0, 0, {}};
   request.stateless = planned.stateless;
   request.resume_call_id = planned.resume_call_id;
+  request.resume_round = planned.resume_round;
   request.answers = std::move(plan_->request.answers);
   call_ref_ = state_.router->Forward(std::move(request), shared_from_this());
   // Most calls are answered within milliseconds: watching the socket for the
@@ -398,11 +399,22 @@ void HttpSession::CloseRound() {
     return;  // answered from what the agent had sent; the call goes on
   }
   if (decision.cancel_call) {
-    override_reply_ = std::move(decision.reply);
-    return CancelCall(RouterClient::CancelReason::kAgentGone);
+    // Only when the cancellation takes the call: an outcome already on its
+    // way (the tab answered meanwhile) is the agent's answer.
+    StopTimer();
+    if (state_.router->Cancel(account_, call_ref_, RouterClient::CancelReason::kAgentGone)) {
+      call_ref_ = 0;
+      override_reply_ = std::move(decision.reply);
+    }
+    return;
   }
-  // The call waits in the tab for the retry, which may come to any gateway.
-  state_.router->Park(account_, std::exchange(call_ref_, 0), state_.dispatcher->options().call_timeout);
+  // The call waits in the tab for the retry, which may come to any gateway;
+  // unless it ended meanwhile, and its outcome, on its way, answers instead.
+  if (!state_.router->Park(account_, call_ref_, plan_->modern->round,
+                           state_.dispatcher->options().call_timeout)) {
+    return;
+  }
+  call_ref_ = 0;
   state_.metrics.forward_outcomes[static_cast<size_t>(ForwardOutcome::Kind::kInputRequired)].Add();
   StopTimer();
   phase_ = Phase::kReading;

@@ -46,11 +46,12 @@ class GrpcRouterClient final : public RouterClient {
     return shard.Forward(std::move(request), std::move(waiter));
   }
 
-  void Park(const std::string& account, uint64_t call_ref, absl::Duration ttl) override {
-    shards_[picker_.Pick(account)]->Park(call_ref, ttl);
+  bool Park(const std::string& account, uint64_t call_ref, uint32_t round,
+            absl::Duration ttl) override {
+    return shards_[picker_.Pick(account)]->Park(call_ref, round, ttl);
   }
-  void Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) override {
-    shards_[picker_.Pick(account)]->Cancel(call_ref, reason);
+  bool Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) override {
+    return shards_[picker_.Pick(account)]->Cancel(call_ref, reason);
   }
 
   size_t CallsInFlight() const override {

@@ -60,6 +60,7 @@ struct ForwardRequest {
   // A retry of a parked call (resume_call_id != 0): the router's id of the
   // call and the agent's answers (the tab's request id as JSON, the result).
   uint64_t resume_call_id = 0;
+  uint32_t resume_round = 0;
   std::vector<std::pair<std::string, std::string>> answers;
 };
 
@@ -108,11 +109,15 @@ class RouterClient {
   virtual uint64_t Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter) = 0;
   // Ends a call from the agent's side: the tab is told, the waiter hears
   // kTimeout or kCancelled. Nothing happens if the call has ended.
-  virtual void Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) = 0;
+  // Returns false when the call had ended meanwhile (its outcome is on its way).
+  virtual bool Cancel(const std::string& account, uint64_t call_ref, CancelReason reason) = 0;
   // A stateless call's agent was answered input_required: the call stays in
   // its tab, parked at the router for ttl, until a retry (from any gateway)
   // resumes it. The waiter hears nothing more.
-  virtual void Park(const std::string& account, uint64_t call_ref, absl::Duration ttl) = 0;
+  // False when the call had ended meanwhile (its outcome is on its way to the
+  // waiter): then nothing is parked.
+  virtual bool Park(const std::string& account, uint64_t call_ref, uint32_t round,
+                    absl::Duration ttl) = 0;
 
   // The drain: how many calls of this gateway's agents wait for an answer,
   // and ending them all (each waiter hears the reason's outcome, each tab a

@@ -113,6 +113,7 @@ uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter
     resume->set_call_ref(ref);
     resume->set_account(std::move(request.account));
     resume->set_call_id(request.resume_call_id);
+    resume->set_round(request.resume_round);
     resume->set_trace_id(std::move(request.trace_id));
     for (auto& [id, payload] : request.answers) {
       auto* answer = resume->add_answers();
@@ -143,21 +144,23 @@ void RouterShard::BuildStart(ForwardRequest& request, uint64_t ref, relay::v1::C
   start->set_stateless(request.stateless);
 }
 
-void RouterShard::Park(uint64_t ref, absl::Duration ttl) {
+bool RouterShard::Park(uint64_t ref, uint32_t round, absl::Duration ttl) {
   if (Take(ref) == nullptr) {
-    return;  // it ended meanwhile
+    return false;  // it ended meanwhile: its outcome is on its way to the waiter
   }
   GatewayEvent event;
   event.mutable_call_park()->set_call_ref(ref);
+  event.mutable_call_park()->set_round(round);
   event.mutable_call_park()->set_ttl_ms(
       static_cast<uint32_t>(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl))));
   Send(std::move(event));
+  return true;
 }
 
-void RouterShard::Cancel(uint64_t ref, RouterClient::CancelReason reason) {
+bool RouterShard::Cancel(uint64_t ref, RouterClient::CancelReason reason) {
   std::shared_ptr<CallWaiter> waiter = Take(ref);
   if (waiter == nullptr) {
-    return;  // it ended meanwhile
+    return false;  // it ended meanwhile
   }
   GatewayEvent event;
   event.mutable_call_cancel()->set_call_ref(ref);
@@ -177,6 +180,7 @@ void RouterShard::Cancel(uint64_t ref, RouterClient::CancelReason reason) {
   }
   Send(std::move(event));
   waiter->OnCallDone(ForwardOutcome{kind, {}, {}});
+  return true;
 }
 
 size_t RouterShard::CallsInFlight() {

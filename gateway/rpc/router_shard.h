@@ -43,9 +43,9 @@ class RouterShard final : public RouterLinkOwner {
   uint64_t Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter)
       ABSL_LOCKS_EXCLUDED(calls_mu_);
 
-  void Cancel(uint64_t ref, RouterClient::CancelReason reason);
+  bool Cancel(uint64_t ref, RouterClient::CancelReason reason);
 
-  void Park(uint64_t ref, absl::Duration ttl);
+  bool Park(uint64_t ref, uint32_t round, absl::Duration ttl);
 
   size_t CallsInFlight() ABSL_LOCKS_EXCLUDED(calls_mu_);
 

@@ -39,7 +39,9 @@ struct Call {
   // can be asked them again, and whether the call waits for that retry.
   bool stateless = false;
   std::vector<std::pair<std::string, std::string>> pending;
+  size_t pending_bytes = 0;
   bool parked = false;
+  uint32_t round = 0;  // the last round parked or resumed
   absl::Time parked_until;
 };
 

@@ -316,10 +316,12 @@ void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, 
   }
   if (call->stateless) {
     // Kept until answered: the agent answers on a retry, maybe elsewhere.
-    if (call->pending.size() >= options_.max_pending_requests) {
+    if (call->pending.size() >= options_.max_pending_requests ||
+        call->pending_bytes + request.message().size() > options_.max_pending_bytes) {
       return refuse(
           R"({"code":-32603,"message":"too many requests to the agent are waiting in this call"})");
     }
+    call->pending_bytes += request.message().size();
     call->pending.emplace_back(request.tab_request_id(), request.message());
     if (call->parked) {
       return;  // asked when the retry comes
@@ -331,10 +333,12 @@ void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, 
 void RouterCore::OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, absl::Time now) {
   uint64_t call_id = calls_.FindByOrigin(CallOrigin{link_id, park.call_ref()});
   Call* call = calls_.FindMutable(call_id);
-  if (call == nullptr || !call->stateless) {
+  // A park that its own retry overtook (the retry came by another link) is stale.
+  if (call == nullptr || !call->stateless || park.round() <= call->round) {
     return;
   }
   calls_.Rehome(call_id, CallOrigin{});
+  call->round = park.round();
   call->parked = true;
   call->parked_until = now + absl::Milliseconds(park.ttl_ms());
   parked_.insert(call_id);
@@ -342,7 +346,15 @@ void RouterCore::OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, a
 
 void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out) {
   Call* call = calls_.FindMutable(resume.call_id());
-  if (call == nullptr || !call->parked || call->account != resume.account()) {
+  // Only the retry of the round the call waits for resumes it: a duplicate of
+  // an older round's retry must not take a later round's questions. The
+  // retry may overtake its round's park (it comes by another link): then the
+  // call is still with the gateway that asked, one round behind.
+  bool resumable =
+      call != nullptr && call->stateless && call->account == resume.account() &&
+      ((call->parked && resume.round() == call->round) ||
+       (!call->parked && resume.round() == call->round + 1));
+  if (!resumable) {
     // Answered, expired or resumed by another retry meanwhile; another
     // account's call is answered exactly the same.
     auto* done = Add(out, link_id).mutable_call_done();
@@ -352,6 +364,7 @@ void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, O
   }
   calls_.Rehome(resume.call_id(), CallOrigin{link_id, resume.call_ref()});
   call->parked = false;
+  call->round = resume.round();
   call->trace_id = resume.trace_id();
   parked_.erase(resume.call_id());
   for (relay::v1::AgentAnswer& answer : *resume.mutable_answers()) {
@@ -361,6 +374,7 @@ void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, O
     if (it == call->pending.end()) {
       continue;  // not asked, or answered already
     }
+    call->pending_bytes -= it->second.size();
     call->pending.erase(it);
     auto* response = Add(out, call->tab.link_id).mutable_tab_response();
     response->set_tab_id(call->tab.tab_id);
@@ -374,11 +388,22 @@ void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, O
 }
 
 void RouterCore::OnAgentReply(relay::v1::AgentReply& reply, Outbox& out) {
-  const Call* call = calls_.Find(reply.call_id());
+  Call* call = calls_.FindMutable(reply.call_id());
   // Only the session that made the call may answer its tab's requests.
   if (call == nullptr || call->session != reply.session_id() ||
       call->account != reply.account()) {
     return;
+  }
+  if (call->stateless) {
+    // Answered (a refusal, or an answer the agent sent ahead): not asked again.
+    auto it = std::find_if(call->pending.begin(), call->pending.end(), [&](const auto& p) {
+      return p.first == reply.tab_request_id();
+    });
+    if (it == call->pending.end()) {
+      return;  // answered already
+    }
+    call->pending_bytes -= it->second.size();
+    call->pending.erase(it);
   }
   auto* response = Add(out, call->tab.link_id).mutable_tab_response();
   response->set_tab_id(call->tab.tab_id);

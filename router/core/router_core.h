@@ -29,6 +29,9 @@ struct RouterCoreOptions {
   // A 2026-07-28 call's requests to the agent kept at once; more are refused
   // to the tab (ARCHITECTURE.md "Limits").
   size_t max_pending_requests = 8;
+  // ... and their bytes (a sampling request may carry images; the 2025 era
+  // keeps none of them).
+  size_t max_pending_bytes = 2 << 20;
 };
 
 // What the router has counted since it started.

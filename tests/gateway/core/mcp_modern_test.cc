@@ -37,7 +37,8 @@ class McpModernTest : public ::testing::Test {
     headers.protocol_version = "2026-07-28";
     headers.mcp_method = method;
     if (params.contains("name")) headers.mcp_name = params["name"].get<std::string>();
-    headers.token_key = "abc";
+    if (params.contains("uri")) headers.mcp_name = params["uri"].get<std::string>();
+    headers.token_key = token_key_;
     return dispatcher_->HandlePost(account, headers, body.dump());
   }
   static HttpReply ReplyOf(const PostDecision& d) {
@@ -61,6 +62,7 @@ class McpModernTest : public ::testing::Test {
     return dispatcher_->DecideRound("alice", plan, requests, absl::Now());
   }
 
+  std::string token_key_ = "abc";
   SessionIdSigner signer_{"test-secret"};
   EndedSessions ended_;
   std::string path_;
@@ -186,7 +188,58 @@ TEST_F(McpModernTest, LogsReachTheAgentOnlyFromTheLevelItAsked) {
   EXPECT_TRUE(dispatcher_->PassesModern(plan, info));
   plan.modern->log_rank = LogRank("error");
   EXPECT_FALSE(dispatcher_->PassesModern(plan, info));
+  // Progress only when this request asked for it (a retry may not have).
+  EXPECT_FALSE(dispatcher_->PassesModern(plan, R"({"method":"notifications/progress"})"));
+  plan.agent_progress_token = "p";
   EXPECT_TRUE(dispatcher_->PassesModern(plan, R"({"method":"notifications/progress"})"));
+}
+
+TEST_F(McpModernTest, AStateResumesOnlyTheSameRequestWithTheSameToken) {
+  std::ofstream(path_) << R"({"tools":[{"name":"get_view"},{"name":"other"}]})";
+  ASSERT_TRUE(catalogue_->Refresh().ok());
+  PostDecision d = Post("tools/call", {{"name", "get_view"}});
+  ForwardPlan plan = std::get<ForwardPlan>(d.action);
+  std::string state = nlohmann::json::parse(
+      Round(plan, {{"1", "elicitation/create"}}).reply->body)["result"]["requestState"];
+  EXPECT_EQ(BodyOf(Post("tools/call", {{"name", "other"}, {"requestState", state}}))["error"]["code"],
+            kInvalidParams);
+  EXPECT_EQ(BodyOf(Post("resources/read", {{"uri", "get_view"}, {"requestState", state}}))["error"]["code"],
+            kInvalidParams);
+  token_key_ = "another-token";
+  EXPECT_EQ(BodyOf(Post("tools/call", {{"name", "get_view"}, {"requestState", state}}))["error"]["code"],
+            kInvalidParams);
+  token_key_ = "abc";
+  PostDecision retry = Post("tools/call", {{"name", "get_view"}, {"requestState", state}});
+  auto* resumed = std::get_if<ForwardPlan>(&retry.action);
+  ASSERT_NE(resumed, nullptr);
+  EXPECT_EQ(resumed->request.resume_round, 1u);
+}
+
+TEST_F(McpModernTest, OnlyCallsThatMayAnswerInputRequiredAskTheAgent) {
+  PostDecision d = Post("completion/complete", {{"ref", {{"type", "ref/prompt"}, {"name", "p"}}}});
+  ForwardPlan plan = std::get<ForwardPlan>(d.action);
+  RoundDecision round = Round(plan, {{"1", "elicitation/create"}});
+  EXPECT_FALSE(round.reply);
+  ASSERT_EQ(round.to_tab.size(), 1u);
+  EXPECT_TRUE(round.to_tab[0].is_error);
+}
+
+TEST_F(McpModernTest, KeysOfARoundAreUniqueAndMapBackToTheTabsIds) {
+  PostDecision d = Post("tools/call", {{"name", "get_view"}});
+  ForwardPlan plan = std::get<ForwardPlan>(d.action);
+  // The string "5" and the number 5 are two requests of the tab.
+  nlohmann::json result = nlohmann::json::parse(
+      Round(plan, {{R"("5")", "elicitation/create"}, {"5", "elicitation/create"}}).reply->body)["result"];
+  ASSERT_EQ(result["inputRequests"].size(), 2u);
+  ASSERT_TRUE(result["inputRequests"].contains("5#2"));
+  PostDecision retry = Post("tools/call", {{"name", "get_view"},
+                                           {"inputResponses", {{"5", {{"a", 1}}}, {"5#2", {{"b", 2}}}}},
+                                           {"requestState", result["requestState"]}});
+  auto* resumed = std::get_if<ForwardPlan>(&retry.action);
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_EQ(resumed->request.answers.size(), 2u);
+  EXPECT_EQ(resumed->request.answers[0], (std::pair<std::string, std::string>{R"("5")", R"({"a":1})"}));
+  EXPECT_EQ(resumed->request.answers[1], (std::pair<std::string, std::string>{"5", R"({"b":2})"}));
 }
 
 }  // namespace

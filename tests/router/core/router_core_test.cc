@@ -498,17 +498,19 @@ class StatelessCallTest : public RouterCoreTest {
     return Send(kTabGateway, e);
   }
 
-  Outbox Park(uint64_t link, uint64_t ref, uint32_t ttl_ms = 30000) {
+  Outbox Park(uint64_t link, uint64_t ref, uint32_t ttl_ms = 30000, uint32_t round = 1) {
     GatewayEvent e;
     e.mutable_call_park()->set_call_ref(ref);
     e.mutable_call_park()->set_ttl_ms(ttl_ms);
+    e.mutable_call_park()->set_round(round);
     return Send(link, e);
   }
 
   Outbox Resume(uint64_t link, uint64_t ref, const std::string& account,
-                std::vector<std::pair<std::string, std::string>> answers) {
+                std::vector<std::pair<std::string, std::string>> answers, uint32_t round = 1) {
     GatewayEvent e;
     auto* resume = e.mutable_call_resume();
+    resume->set_round(round);
     resume->set_call_ref(ref);
     resume->set_account(account);
     resume->set_call_id(call_);
@@ -570,6 +572,50 @@ TEST_F(StatelessCallTest, AnotherAccountsOrASecondRetryGetsNotPending) {
   Outbox replay = Resume(kAgentGateway, 79, "alice", {{"1", "{}"}});
   ASSERT_THAT(replay, SizeIs(1));
   EXPECT_EQ(replay[0].command.call_done().failure().reason(), Failure::REASON_NOT_PENDING);
+}
+
+TEST_F(StatelessCallTest, OnlyTheRetryOfTheWaitingRoundResumes) {
+  Ask("1");
+  Park(kAgentGateway, 41, 30000, /*round=*/1);
+  ASSERT_THAT(Of(Resume(kOtherGateway, 77, "alice", {{"1", "{}"}}, 1), RouterCommand::kTabResponse),
+              SizeIs(1));
+  Ask("2");
+  Park(kOtherGateway, 77, 30000, /*round=*/2);
+  // A duplicate of round 1's retry does not take round 2's question.
+  Outbox stale = Resume(kAgentGateway, 78, "alice", {}, 1);
+  ASSERT_THAT(stale, SizeIs(1));
+  EXPECT_EQ(stale[0].command.call_done().failure().reason(), Failure::REASON_NOT_PENDING);
+  EXPECT_THAT(Of(Resume(kAgentGateway, 79, "alice", {{"2", "{}"}}, 2), RouterCommand::kTabResponse),
+              SizeIs(1));
+}
+
+TEST_F(StatelessCallTest, ARetryMayOvertakeItsRoundsPark) {
+  Ask("1");
+  // The retry arrives by another link before the asking gateway's CallPark.
+  Outbox resumed = Resume(kOtherGateway, 77, "alice", {{"1", "{}"}}, 1);
+  ASSERT_THAT(Of(resumed, RouterCommand::kTabResponse), SizeIs(1));
+  EXPECT_THAT(Park(kAgentGateway, 41, 30000, 1), IsEmpty());  // stale: ignored
+  Outbox done = Reply(kTabGateway, 5, call_, "{}");
+  ASSERT_THAT(done, SizeIs(1));
+  EXPECT_EQ(done[0].link_id, kOtherGateway);
+}
+
+TEST_F(StatelessCallTest, ARequestTheAgentsGatewayAnsweredIsNotAskedAgain) {
+  Ask("1");
+  Ask("2");
+  // The gateway refused "2" to the tab (a capability the agent lacks).
+  GatewayEvent refusal;
+  auto* reply = refusal.mutable_agent_reply();
+  reply->set_account("alice");
+  reply->set_session_id("t.key");
+  reply->set_call_id(call_);
+  reply->set_tab_request_id("2");
+  reply->set_is_error(true);
+  EXPECT_THAT(Of(Send(kAgentGateway, refusal), RouterCommand::kTabResponse), SizeIs(1));
+  EXPECT_THAT(Send(kAgentGateway, refusal), IsEmpty());  // once
+  Park(kAgentGateway, 41);
+  Outbox resumed = Resume(kOtherGateway, 77, "alice", {{"1", "{}"}});
+  EXPECT_THAT(Of(resumed, RouterCommand::kCallEvent), IsEmpty());
 }
 
 TEST_F(StatelessCallTest, AParkedCallExpiresAndItsTabIsTold) {
