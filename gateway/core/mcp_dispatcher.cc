@@ -279,14 +279,7 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     plan.request.session_id = decision.session;
     plan.request.method = method;
     plan.request.request_id = DumpJson(message.id);
-    if (message.params.is_object()) {
-      ReplaceProgressToken(message.params, plan);
-    }
-    if (!message.params.is_null()) {
-      plan.request.params = DumpJson(message.params);
-    }
-    plan.id = std::move(message.id);
-    decision.action = std::move(plan);
+    SealPlan(message, std::move(plan), decision);
     return decision;
   }
   if (method == "resources/subscribe" || method == "resources/unsubscribe") {
@@ -347,6 +340,17 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
   decision.action = JsonReply(200, EncodeError(message.id, kMethodNotFound,
                                           absl::StrCat("Method not found: ", method)));
   return decision;
+}
+
+void McpDispatcher::SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision& decision) {
+  if (message.params.is_object()) {
+    ReplaceProgressToken(message.params, plan);
+  }
+  if (!message.params.is_null()) {
+    plan.request.params = DumpJson(message.params);
+  }
+  plan.id = std::move(message.id);
+  decision.action = std::move(plan);
 }
 
 void McpDispatcher::ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan) {

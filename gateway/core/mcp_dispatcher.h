@@ -216,6 +216,8 @@ class McpDispatcher {
   // The agent's progress token is replaced by one of the relay's, unique to
   // the call, so that the tab's progress finds its way back.
   static void ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan);
+  // The plan takes the request's params (serialized once) and id, and is the decision.
+  static void SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision& decision);
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;
   // The 2026-07-28 era (mcp_modern.cc).
   PostDecision DecideModern(const std::string& account, const AgentHeaders& headers,

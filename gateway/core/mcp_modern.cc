@@ -256,13 +256,8 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
     } else if (answers.is_object()) {
       plan.modern->early_answers = std::move(answers);
     }
-    ReplaceProgressToken(message.params, plan);
   }
-  if (!message.params.is_null()) {
-    plan.request.params = DumpJson(message.params);
-  }
-  plan.id = std::move(message.id);
-  decision.action = std::move(plan);
+  SealPlan(message, std::move(plan), decision);
   return decision;
 }
 
