@@ -50,6 +50,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     headers.protocol_version = versions[(pick >> 2) % 5];
   }
   headers.accepts_sse = pick & 0x80;
+  if (pick & 0x40) {
+    // A 2026-07-28 request mirrors its method and name in headers: take them
+    // from the body, so that the fuzzer gets past the header checks.
+    auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object() && parsed.contains("method") && parsed["method"].is_string()) {
+      headers.mcp_method = parsed["method"].get<std::string>();
+      const nlohmann::json& params = parsed.contains("params") ? parsed["params"] : parsed;
+      for (const char* key : {"name", "uri"}) {
+        if (params.is_object() && params.contains(key) && params[key].is_string()) {
+          headers.mcp_name = params[key].get<std::string>();
+        }
+      }
+    }
+    headers.token_key = "k";
+  }
   PostDecision decision = world.dispatcher->HandlePost("alice", headers, body);
   std::vector<const PostDecision*> all{&decision};
   for (const PostDecision& item : decision.batch) {
@@ -63,6 +78,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       outcome.view_line = "The view changed.";
       world.dispatcher->FinishForward(*plan, outcome);
       world.dispatcher->AgentEvent(*plan, std::string(body));
+      if (plan->modern) {
+        // The body as a tab's request to the agent in a round, and as an event.
+        ForwardPlan copy = *plan;
+        world.dispatcher->DecideRound("alice", copy, {RoundRequest{1, "\"k\"", std::string(body)}},
+                                      absl::Now());
+        world.dispatcher->PassesModern(copy, body);
+      }
     }
   }
   world.dispatcher->RefuseTabRequest(body);
