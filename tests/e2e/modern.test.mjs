@@ -256,3 +256,41 @@ test('forged, foreign and expired requestStates are refused; a retry without ans
   assert.equal(expired.status, 400);
   assert.equal(expired.data.error.code, -32602);
 });
+
+test('a listen stream ends cleanly with its result when its gateway shuts down', async () => {
+  const gateway = stack.gateways[2];
+  const response = await fetch(gateway.url, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${annToken}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2026-07-28',
+      'Mcp-Method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'listen:7', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: META } }),
+  });
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type'), /text\/event-stream/);
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const events = () => text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
+  const readUntil = async (done) => {
+    while (!done()) {
+      const { value, done: ended } = await reader.read();
+      if (ended) return;
+      text += decoder.decode(value, { stream: true });
+    }
+  };
+  await readUntil(() => events().length >= 1);
+  assert.equal(events()[0].method, 'notifications/subscriptions/acknowledged');
+  assert.equal(events()[0].params._meta['io.modelcontextprotocol/subscriptionId'], 'listen:7');
+  process.kill(gateway.child.pid, 'SIGTERM');
+  await readUntil(() => false);  // to the end of the response
+  const last = events().at(-1);
+  assert.equal(last.id, 'listen:7');
+  assert.deepEqual(last.result, { _meta: { 'io.modelcontextprotocol/subscriptionId': 'listen:7' }, resultType: 'complete' });
+  await gateway.exitPromise;
+  assert.equal(gateway.exitCode, 0);
+});
