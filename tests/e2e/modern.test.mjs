@@ -171,6 +171,25 @@ test('a listen stream hears list changes and resource updates from the tab and t
   }
 });
 
+test('the view-changed line reaches a 2026-07-28 agent once, on its next tool result', async () => {
+  const client = await modernClient(annToken);
+  const heard = [];
+  client.setNotificationHandler('notifications/resources/updated', (n) => heard.push(n.params.uri));
+  try {
+    await client.callTool({ name: 'echo', arguments: { text: 'first' } });  // the router knows the agent
+    const subscription = await client.listen({ resourceSubscriptions: ['doc://outline'] });
+    tab.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'doc://outline', _meta: { 'relay/line': 'The person renamed the document.' } } });
+    await waitUntil(() => heard.length >= 1, 'the update');  // the router has the line now
+    const next = await client.callTool({ name: 'echo', arguments: { text: 'second' } });
+    assert.deepEqual(next.content.map((c) => c.text), ['echo: second', 'The person renamed the document.']);
+    const after = await client.callTool({ name: 'echo', arguments: { text: 'third' } });
+    assert.deepEqual(after.content.map((c) => c.text), ['echo: third']);
+    await subscription.close();
+  } finally {
+    await client.close();
+  }
+});
+
 test('an SDK 1.x agent works on the 2025 era on the same URL at the same time', async () => {
   const modern = await modernClient(annToken);
   const legacy = new Client({ name: 'legacy-agent', version: '1.0.0' });
