@@ -12,7 +12,6 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/text.h"
-#include "common/crypto.h"
 #include "gateway/core/jsonrpc.h"
 #include "gateway/core/router_events.h"
 #include "gateway/core/session_state.h"
@@ -31,9 +30,6 @@ namespace {
 
 // A forwarded call starts watching for its agent going away after this.
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
-// A tab's requests to a 2026-07-28 agent sent within this of the first share
-// one input_required round (TAB-PROTOCOL.md).
-constexpr auto kRoundWindow = std::chrono::milliseconds(20);
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 
 }  // namespace
@@ -260,20 +256,6 @@ void HttpSession::OpenStream(const std::string& session) {
       ->Run(last_event_id);
 }
 
-void HttpSession::OpenListen(ListenPlan plan) {
-  // The router fans out to sessions: a listen stream has one of its own,
-  // named after its token (so that one agent counts once) and for this
-  // stream only; it ends with the stream.
-  std::string session = absl::StrCat("l.", headers_.token_key, ".", state_.gateway_id, ".",
-                                     state_.calls_started.fetch_add(1) + 1);
-  phase_ = Phase::kClosed;
-  StopTimer();
-  out_.Stop();
-  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
-                                headers_.role, std::move(session), std::move(plan.filter))
-      ->Run(0);
-}
-
 // ---------------------------------------------------------- forwarded call --
 
 void HttpSession::StartForward(ForwardPlan plan) {
@@ -356,75 +338,6 @@ void HttpSession::OnForwardEvent(std::string message) {
   out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
 }
 
-void HttpSession::OnModernEvent(std::string message) {
-  uint64_t call_id = 0;
-  std::string tab_request_id;
-  if (absl::StrContains(message, kTabRequestIdPrefix)) {
-    auto parsed = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_object() && parsed.contains("method") && parsed.contains("id") &&
-        ParseAgentReplyId(parsed["id"], &call_id, &tab_request_id)) {
-      // A request of the tab: never sent on the stream in this era.
-      round_.push_back(RoundRequest{call_id, std::move(tab_request_id), std::move(message)});
-      if (round_.size() == 1) {
-        round_timer_.expires_after(kRoundWindow);
-        round_timer_.async_wait([self = shared_from_this(), ref = call_ref_](beast::error_code ec) {
-          if (!ec && self->phase_ == Phase::kForwarding && self->call_ref_ == ref) {
-            self->CloseRound();
-          }
-        });
-      }
-      return;
-    }
-  }
-  if (!headers_.accepts_sse || !state_.dispatcher->PassesModern(*plan_, message)) {
-    return;
-  }
-  if (!out_.in_sse()) {
-    state_.metrics.CountResponse(200);
-    out_.StartSse();
-  }
-  out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
-}
-
-void HttpSession::CloseRound() {
-  RoundDecision decision =
-      state_.dispatcher->DecideRound(account_, *plan_, std::exchange(round_, {}), absl::Now());
-  for (SessionEffect& effect : decision.to_tab) {
-    PostDecision answer;
-    answer.session = plan_->request.session_id;
-    answer.effect = std::move(effect);
-    Apply(answer);
-  }
-  if (!decision.reply) {
-    return;  // answered from what the agent had sent; the call goes on
-  }
-  if (decision.cancel_call) {
-    // Only when the cancellation takes the call: an outcome already on its
-    // way (the tab answered meanwhile) is the agent's answer.
-    StopTimer();
-    if (state_.router->Cancel(account_, call_ref_, RouterClient::CancelReason::kAgentGone)) {
-      call_ref_ = 0;
-      override_reply_ = std::move(decision.reply);
-    }
-    return;
-  }
-  // The call waits in the tab for the retry, which may come to any gateway;
-  // unless it ended meanwhile, and its outcome, on its way, answers instead.
-  if (!state_.router->Park(account_, call_ref_, plan_->modern->round,
-                           state_.dispatcher->options().call_timeout)) {
-    return;
-  }
-  call_ref_ = 0;
-  state_.metrics.forward_outcomes[static_cast<size_t>(ForwardOutcome::Kind::kInputRequired)].Add();
-  StopTimer();
-  phase_ = Phase::kReading;
-  if (!out_.in_sse()) {
-    return Reply(*decision.reply);
-  }
-  out_.SendEvent(decision.reply->body);
-  out_.EndSse(keep_alive_);
-}
-
 void HttpSession::OnForwarded(ForwardOutcome outcome) {
   if (phase_ != Phase::kForwarding) {
     return;
@@ -435,12 +348,7 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
   round_timer_.cancel();
   if (override_reply_) {
     phase_ = Phase::kReading;
-    HttpReply reply = *std::exchange(override_reply_, std::nullopt);
-    if (!out_.in_sse()) {
-      return Reply(reply);
-    }
-    out_.SendEvent(reply.body);
-    return out_.EndSse(keep_alive_);
+    return AnswerCall(*std::exchange(override_reply_, std::nullopt));
   }
   phase_ = Phase::kReading;  // answering; the watch, if any, goes on
   state_.metrics.forward_outcomes[static_cast<size_t>(outcome.kind)].Add();
@@ -461,6 +369,10 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
     batch_answers_.push_back(std::move(reply.body));
     return RunBatch();
   }
+  AnswerCall(reply);
+}
+
+void HttpSession::AnswerCall(const HttpReply& reply) {
   if (!out_.in_sse()) {
     return Reply(reply);
   }

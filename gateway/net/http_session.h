@@ -77,8 +77,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void OnCallDeadline();
   void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
-  // 2026-07-28: the tab's requests to the agent gather into a round, which is
-  // answered input_required when it closes, and the call is parked.
+  // The answer of the call: on its SSE stream if one is open, else as is.
+  void AnswerCall(const HttpReply& reply);
+  // 2026-07-28 (http_session_modern.cc): the tab's requests to the agent
+  // gather into a round, which is answered input_required when it closes, and
+  // the call is parked.
   void OnModernEvent(std::string message);
   void CloseRound();
   // Gives up the call in flight, if any (the tab is told).

@@ -27,11 +27,6 @@ bool IsListChanged(absl::string_view method) {
          method == "notifications/prompts/list_changed";
 }
 
-RouterCommand& Add(Outbox& out, uint64_t link_id) {
-  out.push_back(Outgoing{link_id, {}});
-  return out.back().command;
-}
-
 }  // namespace
 
 RouterCore::RouterCore(uint64_t first_call_id, RouterCoreOptions options)
@@ -181,11 +176,11 @@ void RouterCore::OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& o
     WatchTab(WatchEvent::TAB_DISPLACED, displaced->account, displaced->ref,
              "another tab switched the agent on");
     FailCallsOf(displaced->ref, Failure::REASON_DISPLACED, out);
-    auto* displace = Add(out, displaced->ref.link_id).mutable_displace();
+    auto* displace = AddCommand(out, displaced->ref.link_id).mutable_displace();
     displace->set_tab_id(displaced->ref.tab_id);
     displace->set_reason("another tab switched the agent on");
   }
-  auto* accepted = Add(out, link_id).mutable_tab_accepted();
+  auto* accepted = AddCommand(out, link_id).mutable_tab_accepted();
   accepted->set_tab_id(up.tab_id());
   accepted->set_agents(sessions_.AgentCount(up.account(), absl::Now()));
 }
@@ -216,7 +211,7 @@ void RouterCore::OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outb
   call.trace_id = start.trace_id();
   call.stateless = start.stateless();
   uint64_t call_id = calls_.Add(std::move(call));
-  auto* deliver = Add(out, tab->link_id).mutable_deliver();
+  auto* deliver = AddCommand(out, tab->link_id).mutable_deliver();
   deliver->set_tab_id(tab->tab_id);
   deliver->set_call_id(call_id);
   deliver->set_trace_id(std::move(*start.mutable_trace_id()));
@@ -254,7 +249,7 @@ void RouterCore::OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::
   if (call.parked) {
     return;  // nobody waits: the agent's retry will hear it is no longer pending
   }
-  auto* done = Add(out, call.origin.link_id).mutable_call_done();
+  auto* done = AddCommand(out, call.origin.link_id).mutable_call_done();
   done->set_call_ref(call.origin.call_ref);
   if (reply.is_error()) {
     ++counts_.errors;
@@ -304,7 +299,7 @@ void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotific
 void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, Outbox& out) {
   Call* call = calls_.FindMutable(request.call_id());
   auto refuse = [&](absl::string_view error) {
-    auto* response = Add(out, link_id).mutable_tab_response();
+    auto* response = AddCommand(out, link_id).mutable_tab_response();
     response->set_tab_id(request.tab_id());
     response->set_tab_request_id(request.tab_request_id());
     response->set_is_error(true);
@@ -330,63 +325,6 @@ void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, 
   ToAgent(*call, std::move(*request.mutable_message()), out);
 }
 
-void RouterCore::OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, absl::Time now) {
-  uint64_t call_id = calls_.FindByOrigin(CallOrigin{link_id, park.call_ref()});
-  Call* call = calls_.FindMutable(call_id);
-  // A park that its own retry overtook (the retry came by another link) is stale.
-  if (call == nullptr || !call->stateless || park.round() <= call->round) {
-    return;
-  }
-  calls_.Rehome(call_id, CallOrigin{});
-  call->round = park.round();
-  call->parked = true;
-  call->parked_until = now + absl::Milliseconds(park.ttl_ms());
-  parked_.insert(call_id);
-}
-
-void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out) {
-  Call* call = calls_.FindMutable(resume.call_id());
-  // Only the retry of the round the call waits for resumes it: a duplicate of
-  // an older round's retry must not take a later round's questions. The
-  // retry may overtake its round's park (it comes by another link): then the
-  // call is still with the gateway that asked, one round behind.
-  bool resumable =
-      call != nullptr && call->stateless && call->account == resume.account() &&
-      ((call->parked && resume.round() == call->round) ||
-       (!call->parked && resume.round() == call->round + 1));
-  if (!resumable) {
-    // Answered, expired or resumed by another retry meanwhile; another
-    // account's call is answered exactly the same.
-    auto* done = Add(out, link_id).mutable_call_done();
-    done->set_call_ref(resume.call_ref());
-    done->mutable_failure()->set_reason(Failure::REASON_NOT_PENDING);
-    return;
-  }
-  calls_.Rehome(resume.call_id(), CallOrigin{link_id, resume.call_ref()});
-  call->parked = false;
-  call->round = resume.round();
-  call->trace_id = resume.trace_id();
-  parked_.erase(resume.call_id());
-  for (relay::v1::AgentAnswer& answer : *resume.mutable_answers()) {
-    auto it = std::find_if(call->pending.begin(), call->pending.end(), [&](const auto& p) {
-      return p.first == answer.tab_request_id();
-    });
-    if (it == call->pending.end()) {
-      continue;  // not asked, or answered already
-    }
-    call->pending_bytes -= it->second.size();
-    call->pending.erase(it);
-    auto* response = Add(out, call->tab.link_id).mutable_tab_response();
-    response->set_tab_id(call->tab.tab_id);
-    response->set_tab_request_id(answer.tab_request_id());
-    response->set_payload(std::move(*answer.mutable_payload()));
-  }
-  // What the retry did not answer is asked again.
-  for (const auto& [id, message] : call->pending) {
-    ToAgent(*call, message, out);
-  }
-}
-
 void RouterCore::OnAgentReply(relay::v1::AgentReply& reply, Outbox& out) {
   Call* call = calls_.FindMutable(reply.call_id());
   // Only the session that made the call may answer its tab's requests.
@@ -405,7 +343,7 @@ void RouterCore::OnAgentReply(relay::v1::AgentReply& reply, Outbox& out) {
     call->pending_bytes -= it->second.size();
     call->pending.erase(it);
   }
-  auto* response = Add(out, call->tab.link_id).mutable_tab_response();
+  auto* response = AddCommand(out, call->tab.link_id).mutable_tab_response();
   response->set_tab_id(call->tab.tab_id);
   response->set_tab_request_id(reply.tab_request_id());
   response->set_is_error(reply.is_error());
@@ -432,7 +370,7 @@ bool RouterCore::Kick(const std::string& account, const std::string& reason, Out
   }
   WatchTab(WatchEvent::TAB_DISPLACED, account, *tab, reason);
   FailCallsOf(*tab, Failure::REASON_DISPLACED, out);
-  auto* displace = Add(out, tab->link_id).mutable_displace();
+  auto* displace = AddCommand(out, tab->link_id).mutable_displace();
   displace->set_tab_id(tab->tab_id);
   displace->set_reason(reason);
   return true;
@@ -447,31 +385,13 @@ void RouterCore::EndSession(const std::string& session, Outbox& out) {
   }
   NotifyAgents(sessions_.End(session), absl::Now(), out);
   for (const auto& [link_id, gateway] : links_) {
-    Add(out, link_id).mutable_session_ended()->set_session_id(session);
+    AddCommand(out, link_id).mutable_session_ended()->set_session_id(session);
   }
 }
 
 void RouterCore::Sweep(absl::Time now, Outbox& out) {
   NotifyAgents(sessions_.Sweep(now), now, out);
-  std::vector<uint64_t> expired;
-  for (uint64_t call_id : parked_) {
-    const Call* call = calls_.Find(call_id);
-    if (call == nullptr || call->parked_until <= now) {
-      expired.push_back(call_id);
-    }
-  }
-  for (uint64_t call_id : expired) {
-    parked_.erase(call_id);
-    if (std::optional<Call> call = calls_.Take(call_id)) {
-      ++counts_.cancelled;
-      if (WatchEvent* event = Watch(WatchEvent::CALL_FAILED)) {
-        event->set_account(call->account);
-        event->set_trace_id(call->trace_id);
-        event->set_reason("expired: the agent did not retry with its answers in time");
-      }
-      CancelAtTab(call_id, call->tab, "the agent did not answer in time", out);
-    }
-  }
+  ExpireParked(now, out);
 }
 
 void RouterCore::FailCallsOf(const TabRef& tab, Failure::Reason reason, Outbox& out) {
@@ -500,14 +420,14 @@ void RouterCore::Fail(const CallOrigin& origin, Failure::Reason reason,
     default:
       break;
   }
-  auto* done = Add(out, origin.link_id).mutable_call_done();
+  auto* done = AddCommand(out, origin.link_id).mutable_call_done();
   done->set_call_ref(origin.call_ref);
   done->mutable_failure()->set_reason(reason);
 }
 
 void RouterCore::CancelAtTab(uint64_t call_id, const TabRef& tab, const std::string& reason,
                              Outbox& out) {
-  auto* cancel = Add(out, tab.link_id).mutable_cancel();
+  auto* cancel = AddCommand(out, tab.link_id).mutable_cancel();
   cancel->set_tab_id(tab.tab_id);
   cancel->set_call_id(call_id);
   cancel->set_reason(reason);
@@ -517,7 +437,7 @@ void RouterCore::ToAgent(const Call& call, std::string message, Outbox& out) {
   if (call.parked) {
     return;  // its events wait for the retry (progress and logs are dropped)
   }
-  auto* event = Add(out, call.origin.link_id).mutable_call_event();
+  auto* event = AddCommand(out, call.origin.link_id).mutable_call_event();
   event->set_call_ref(call.origin.call_ref);
   event->set_message(std::move(message));
 }
@@ -529,7 +449,7 @@ void RouterCore::NotifyAgents(const std::vector<std::string>& accounts, absl::Ti
     if (!tab) {
       continue;
     }
-    auto* agents = Add(out, tab->link_id).mutable_agents();
+    auto* agents = AddCommand(out, tab->link_id).mutable_agents();
     agents->set_tab_id(tab->tab_id);
     agents->set_count(sessions_.AgentCount(account, now));
   }
@@ -537,7 +457,7 @@ void RouterCore::NotifyAgents(const std::vector<std::string>& accounts, absl::Ti
 
 void RouterCore::Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& out) {
   for (const StreamDelivery& d : deliveries) {
-    auto* event = Add(out, d.stream.link_id).mutable_stream_event();
+    auto* event = AddCommand(out, d.stream.link_id).mutable_stream_event();
     event->set_stream_id(d.stream.stream_id);
     event->set_event_id(d.event_id);
     event->set_message(d.message);

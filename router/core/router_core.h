@@ -22,6 +22,12 @@ struct Outgoing {
 };
 using Outbox = std::vector<Outgoing>;
 
+// Appends a command for link_id to out; the caller fills it in.
+inline relay::v1::RouterCommand& AddCommand(Outbox& out, uint64_t link_id) {
+  out.push_back(Outgoing{link_id, {}});
+  return out.back().command;
+}
+
 struct RouterCoreOptions {
   SessionTableOptions sessions;
   // Calls in flight per account; beyond, a call fails at once with a reason.
@@ -98,6 +104,8 @@ class RouterCore {
   void OnCallCancel(uint64_t link_id, const relay::v1::CallCancel& cancel, Outbox& out);
   void OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, absl::Time now);
   void OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out);
+  // Parked calls past their TTL are cancelled in their tabs.
+  void ExpireParked(absl::Time now, Outbox& out);
 
   // The calls of a tab that left end with reason toward their agents.
   void FailCallsOf(const TabRef& tab, relay::v1::Failure::Reason reason, Outbox& out);
