@@ -413,9 +413,12 @@ std::optional<HttpReply> McpDispatcher::RefuseModernGetOrDelete(const AgentHeade
   if (!options_.modern_era || headers.protocol_version != kModernVersion) {
     return std::nullopt;
   }
-  return JsonReply(405, EncodeError(nullptr, kInvalidRequest,
-                                    "Method Not Allowed: 2026-07-28 has no sessions and no GET "
-                                    "stream; POST subscriptions/listen for notifications"));
+  HttpReply reply = JsonReply(405, EncodeError(nullptr, kInvalidRequest,
+                                               "Method Not Allowed: 2026-07-28 has no sessions "
+                                               "and no GET stream; POST subscriptions/listen for "
+                                               "notifications"));
+  reply.allow = "POST";
+  return reply;
 }
 
 std::variant<HttpReply, StreamPlan> McpDispatcher::HandleGet(const std::string& account,

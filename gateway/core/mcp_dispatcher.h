@@ -55,11 +55,12 @@ struct HttpReply {
   int status = 200;
   std::string body;        // JSON; empty means no body
   std::string session_id;  // when set, sent as Mcp-Session-Id
+  std::string allow;       // when set, sent as Allow (with 405)
 };
 
 // A JSON answer (most of the dispatcher's).
 inline HttpReply JsonReply(int status, std::string body) {
-  return HttpReply{status, std::move(body), {}};
+  return HttpReply{status, std::move(body), {}, {}};
 }
 
 // What a 2026-07-28 call needs besides the 2025 plan: what the agent can be

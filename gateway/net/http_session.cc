@@ -417,6 +417,9 @@ void HttpSession::Reply(const HttpReply& reply) {
   if (!reply.session_id.empty()) {
     extra = absl::StrCat("Mcp-Session-Id: ", reply.session_id, "\r\n");
   }
+  if (!reply.allow.empty()) {
+    absl::StrAppend(&extra, "Allow: ", reply.allow, "\r\n");
+  }
   Respond(reply.status, "application/json", reply.body, extra);
 }
 

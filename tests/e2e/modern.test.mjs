@@ -236,6 +236,7 @@ test('each error of the modern transport has its status and code', async () => {
   for (const method of ['GET', 'DELETE']) {
     const refused = await fetch(stack.gateways[1].url, { method, headers: { Authorization: `Bearer ${annToken}`, Accept: 'text/event-stream', 'MCP-Protocol-Version': '2026-07-28' } });
     assert.equal(refused.status, 405, method);
+    assert.equal(refused.headers.get('allow'), 'POST', method);
   }
   // The tool asks for sampling, which this agent did not declare.
   const missing = await post(1, { method: 'tools/call', params: { name: 'ask_model', arguments: {}, _meta: META } });
