@@ -283,7 +283,6 @@ RoundDecision McpDispatcher::DecideRound(const std::string& account, ForwardPlan
   const std::string& method_asked = plan.request.method;
   bool may_ask = method_asked == "tools/call" || method_asked == "resources/read" ||
                  method_asked == "prompts/get";
-  std::vector<const RoundRequest*> asked;
   std::vector<nlohmann::json> asked_requests;
   for (const RoundRequest& request : requests) {
     state.call_id = request.call_id;
@@ -323,7 +322,6 @@ RoundDecision McpDispatcher::DecideRound(const std::string& account, ForwardPlan
                           " capability: it cannot be asked this"));
       continue;
     }
-    asked.push_back(&request);
     asked_requests.push_back({{"method", method},
                               {"params", parsed.contains("params") ? std::move(parsed["params"])
                                                                    : nlohmann::json::object()}});
