@@ -7,7 +7,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <grpcpp/completion_queue.h>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,6 +17,7 @@
 #include "common/log.h"
 #include "gateway/core/catalogue.h"
 #include "gateway/net/agent_stream.h"
+#include "gateway/net/io_pool.h"
 #include "gateway/net/listener.h"
 #include "gateway/net/registry.h"
 #include "gateway/net/router_commands.h"
@@ -42,7 +42,7 @@ class Gateway::Parts {
         commands(tabs, streams, ended, state.metrics.router_link_downs),
         io(this->config.threads),
         grpc_loop(std::make_unique<grpc::CompletionQueue>()),
-        catalogue_timer(boost::asio::make_strand(io)) {}
+        catalogue_timer(io.First()) {}
 
   GatewayConfig config;
   std::unique_ptr<CatalogueFile> catalogue;
@@ -55,14 +55,13 @@ class Gateway::Parts {
   Registry<TabSession> tabs;
   Registry<AgentStream> streams;
   RouterCommands commands;
-  boost::asio::io_context io;
+  IoPool io;
   // Every gRPC completion of the gateway, on one thread of its own.
   common::CqLoop grpc_loop;
   std::unique_ptr<AuthClient> auth;
   std::unique_ptr<RouterClient> router;
   std::shared_ptr<Listener> listener;
-  boost::asio::steady_timer catalogue_timer;  // on a strand of its own
-  std::vector<std::thread> threads;
+  boost::asio::steady_timer catalogue_timer;  // on the first I/O thread
 
   // The catalogue file is re-read when it changes; every open stream hears of it.
   void WatchCatalogue();
@@ -131,7 +130,10 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop);
   p.router = NewGrpcRouterClient(
       p.config.routers, p.config.grpc_tls, state.gateway_id, p.commands, p.grpc_loop,
-      [&io = p.io](std::function<void()> fn) { boost::asio::post(io, std::move(fn)); });
+      [&io = p.io](std::function<void()> fn) {
+        // After the calling I/O thread's turn: everything it sends meanwhile goes too.
+        boost::asio::post(io.Current(), std::move(fn));
+      });
   p.commands.SetReady();
   state.auth = p.auth.get();
   state.router = p.router.get();
@@ -143,9 +145,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   p.listener = *std::move(listener);
   p.listener->Run();
   p.WatchCatalogue();
-  for (int i = 0; i < p.config.threads; ++i) {
-    p.threads.emplace_back([&io = p.io] { io.run(); });
-  }
+  p.io.Run();
   return std::unique_ptr<Gateway>(new Gateway(std::move(parts)));
 }
 
@@ -167,7 +167,7 @@ bool Gateway::Drain() {
                                {"timeout_ms", absl::ToInt64Milliseconds(p.config.drain_timeout)}});
   p.state.draining.store(true);
   p.listener->Stop();
-  // On the timer's strand: its handler may be running on an I/O thread.
+  // On the timer's thread: its handler may be running.
   boost::asio::post(p.catalogue_timer.get_executor(), [&p] { p.catalogue_timer.cancel(); });
   for (auto& tab : p.tabs.Snapshot()) {
     tab->PostDrain();
@@ -205,10 +205,7 @@ bool Gateway::Drain() {
     absl::SleepFor(absl::Milliseconds(100));
   }
   common::LogInfo("stopped", {{"drained", drained}});
-  p.io.stop();
-  for (auto& thread : p.threads) {
-    thread.join();
-  }
+  p.io.Stop();
   return drained;
 }
 

@@ -38,7 +38,7 @@ inline constexpr absl::string_view kLastChunk = "0\r\n\r\n";
 // order. Bounded: a client that does not read gets dropped instead of making
 // the gateway hold its output without limit. One write in flight takes
 // everything queued before it (a gathered write: one system call for a burst
-// of events). Not thread-safe: the connection's strand owns it.
+// of events). Not thread-safe: the connection's I/O thread owns it.
 class OutputQueue {
  public:
   explicit OutputQueue(size_t max_bytes) : max_bytes_(max_bytes) {}

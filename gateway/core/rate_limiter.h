@@ -5,7 +5,7 @@
 namespace relay::gateway {
 
 // A token bucket: up to `burst` events at once, `per_second` on average.
-// Not thread-safe: one per session, used on its strand. Time is passed in.
+// Not thread-safe: one per session, used on its I/O thread. Time is passed in.
 class RateLimiter {
  public:
   RateLimiter(double per_second, double burst) : rate_(per_second), burst_(burst), tokens_(burst) {}

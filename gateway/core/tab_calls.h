@@ -15,7 +15,7 @@ namespace relay::gateway {
 // answered, held until then (TAB-PROTOCOL.md: nothing is sent to a tab before
 // its hello's answer). An answer is passed on only for a call in flight, a
 // cancellation only told for one; a draining tab may close once it holds
-// none. Plain C++, not thread-safe (the tab's strand owns it).
+// none. Plain C++, not thread-safe (the tab's I/O thread owns it).
 class TabCalls {
  public:
   struct Call {

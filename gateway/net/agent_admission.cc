@@ -37,7 +37,7 @@ void AgentAdmission::Check(absl::string_view authorization,
   state_.auth->VerifyToken(
       std::move(bearer), address,
       [this, owner = owner_.KeepAlive(), address](AuthVerdict verdict) {
-        boost::asio::post(strand_, [this, owner, address, verdict = std::move(verdict)]() mutable {
+        boost::asio::post(executor_, [this, owner, address, verdict = std::move(verdict)]() mutable {
           OnVerdict(std::move(verdict), address);
         });
       });

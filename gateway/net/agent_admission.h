@@ -17,7 +17,7 @@ namespace relay::gateway {
 // address the host API's brake holds off is refused from the gateway's
 // memory of it; the bearer is looked up in the gateway's memory of authsvc's
 // verdicts (no RPC, no thread handoff) and only otherwise asked of authsvc.
-// One per connection, on its strand.
+// One per connection, on its I/O thread.
 class AgentAdmission {
  public:
   class Owner {
@@ -30,12 +30,12 @@ class AgentAdmission {
     virtual void OnRefused(const GateDecision& refusal) = 0;
   };
 
-  AgentAdmission(GatewayState& state, Owner& owner, boost::asio::any_io_executor strand)
-      : state_(state), owner_(owner), strand_(std::move(strand)) {}
+  AgentAdmission(GatewayState& state, Owner& owner, boost::asio::any_io_executor executor)
+      : state_(state), owner_(owner), executor_(std::move(executor)) {}
 
   // Decides on the request with this Authorization header; client_address
   // (the address the brake sees) is called at most once, before Check
-  // returns. The owner hears the answer on the strand, now or once authsvc
+  // returns. The owner hears the answer on its I/O thread, now or once authsvc
   // answered.
   void Check(absl::string_view authorization, absl::FunctionRef<std::string()> client_address);
 
@@ -44,7 +44,7 @@ class AgentAdmission {
 
   GatewayState& state_;
   Owner& owner_;
-  boost::asio::any_io_executor strand_;
+  boost::asio::any_io_executor executor_;
 };
 
 }  // namespace relay::gateway

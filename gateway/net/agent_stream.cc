@@ -5,6 +5,7 @@
 #include "absl/time/time.h"
 #include "gateway/core/router_events.h"
 #include "gateway/core/session_state.h"
+#include "gateway/net/gathered_posts.h"
 #include "gateway/net/registry.h"
 
 namespace relay::gateway {
@@ -81,7 +82,7 @@ void AgentStream::AnnounceSubscriptions() {
 }
 
 void AgentStream::PostEvent(uint64_t event_id, std::string message) {
-  asio::post(stream_.get_executor(),
+  GatheredPosts::Post(stream_.get_executor(),
              [self = shared_from_this(), event_id, message = std::move(message)] {
                if (self->ending_) {
                  return;
@@ -101,7 +102,7 @@ void AgentStream::PostNotice(std::string message) {
 }
 
 void AgentStream::PostReannounce(size_t shard) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), shard] {
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), shard] {
     if (!self->ending_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
         self->state_.router->ShardOf(self->account_) == shard) {
       self->AnnounceSubscriptions();
@@ -112,7 +113,7 @@ void AgentStream::PostReannounce(size_t shard) {
 }
 
 void AgentStream::PostSessionEnded(std::string session) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), session = std::move(session)] {
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), session = std::move(session)] {
     if (self->session_ == session) {
       self->End();
     }
@@ -120,7 +121,7 @@ void AgentStream::PostSessionEnded(std::string session) {
 }
 
 void AgentStream::PostGoingAway() {
-  asio::post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
 }
 
 void AgentStream::End() {

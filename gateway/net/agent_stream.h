@@ -22,7 +22,7 @@ namespace relay::gateway {
 // connection from the HttpSession that read the GET; the connection closes
 // when the stream ends.
 //
-// Runs on the connection's strand; other threads use the Post* methods.
+// Runs on the connection's I/O thread; other threads use the Post* methods.
 // Lives as long as its pending operations.
 class AgentStream : public std::enable_shared_from_this<AgentStream>, public WriterOwner {
  public:
@@ -32,7 +32,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
               std::string account, std::string role, std::string session,
               std::optional<ListenFilter> listen = std::nullopt);
 
-  // On the strand: registers the stream, answers the GET, tells the router
+  // On its I/O thread: registers the stream, answers the GET, tells the router
   // (which replays what came after last_event_id).
   void Run(uint64_t last_event_id);
 

@@ -17,6 +17,7 @@
 #include "gateway/core/session_state.h"
 #include "gateway/core/trusted_proxies.h"
 #include "gateway/net/agent_stream.h"
+#include "gateway/net/gathered_posts.h"
 #include "gateway/net/tab_session.h"
 
 namespace relay::gateway {
@@ -45,7 +46,7 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
       timer_(stream_.get_executor()), round_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
-  // Start on the strand: the socket was accepted on another one.
+  // Start on its I/O thread: the socket was accepted on the first one.
   asio::dispatch(stream_.get_executor(),
                  beast::bind_front_handler(&HttpSession::ReadNext, shared_from_this()));
 }
@@ -311,7 +312,9 @@ void HttpSession::OnCallEvent(std::string message) {
 }
 
 void HttpSession::OnCallDone(ForwardOutcome outcome) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), outcome = std::move(outcome)]() mutable {
+  // Gathered with the rest of its link batch. (An event is posted at once,
+  // under the router client's lock: it must come before its call's end.)
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), outcome = std::move(outcome)]() mutable {
     self->OnForwarded(std::move(outcome));
   });
 }

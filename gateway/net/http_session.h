@@ -30,7 +30,7 @@ namespace relay::gateway {
 //
 // The exchange's rules are in core/ (RequestGate, McpDispatcher,
 // router_events); its input and output in RequestReader and ResponseWriter.
-// Runs on its own strand: every member is touched only there; the router's
+// Runs on its I/O thread: every member is touched only there; the router's
 // callbacks (CallWaiter) post to it. Lives as long as its pending operations.
 class HttpSession : public std::enable_shared_from_this<HttpSession>,
                     public CallWaiter,
@@ -42,7 +42,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
 
   void Run();
 
-  // CallWaiter: any thread; posts to the strand.
+  // CallWaiter: any thread; posts to its I/O thread.
   void OnCallEvent(std::string message) override;
   void OnCallDone(ForwardOutcome outcome) override;
 

@@ -1,7 +1,6 @@
 #include "gateway/net/listener.h"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,11 +12,11 @@ namespace relay::gateway {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-Listener::Listener(asio::io_context& io, GatewayState& state)
-    : io_(io), acceptor_(asio::make_strand(io)), backoff_timer_(acceptor_.get_executor()),
+Listener::Listener(IoPool& pool, GatewayState& state)
+    : pool_(pool), acceptor_(pool.First()), backoff_timer_(acceptor_.get_executor()),
       state_(state) {}
 
-absl::StatusOr<std::shared_ptr<Listener>> Listener::Create(asio::io_context& io,
+absl::StatusOr<std::shared_ptr<Listener>> Listener::Create(IoPool& pool,
                                                            const std::string& listen,
                                                            GatewayState& state) {
   size_t colon = listen.rfind(':');
@@ -35,7 +34,7 @@ absl::StatusOr<std::shared_ptr<Listener>> Listener::Create(asio::io_context& io,
   if (ec) {
     return absl::InvalidArgumentError(absl::StrCat("bad --listen host ", host));
   }
-  std::shared_ptr<Listener> listener(new Listener(io, state));
+  std::shared_ptr<Listener> listener(new Listener(pool, state));
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   auto& acceptor = listener->acceptor_;
   acceptor.open(endpoint.protocol(), ec);
@@ -64,8 +63,7 @@ void Listener::Stop() {
 }
 
 void Listener::DoAccept() {
-  // Each connection gets its own strand.
-  acceptor_.async_accept(asio::make_strand(io_),
+  acceptor_.async_accept(pool_.Next(),
                          [self = shared_from_this()](boost::system::error_code ec,
                                                      tcp::socket socket) {
                            self->OnAccept(ec, std::move(socket));

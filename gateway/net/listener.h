@@ -8,14 +8,16 @@
 
 #include "absl/status/statusor.h"
 #include "gateway/net/gateway_state.h"
+#include "gateway/net/io_pool.h"
 
 namespace relay::gateway {
 
-// Accepts connections and starts an HttpSession for each, on a new strand.
+// Accepts connections (on the pool's first thread) and starts an HttpSession
+// for each on the pool's next thread.
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
   // Binds and listens; the error names the address.
-  static absl::StatusOr<std::shared_ptr<Listener>> Create(boost::asio::io_context& io,
+  static absl::StatusOr<std::shared_ptr<Listener>> Create(IoPool& pool,
                                                           const std::string& listen,
                                                           GatewayState& state);
   void Run();
@@ -23,11 +25,11 @@ class Listener : public std::enable_shared_from_this<Listener> {
   int port() const;
 
  private:
-  Listener(boost::asio::io_context& io, GatewayState& state);
+  Listener(IoPool& pool, GatewayState& state);
   void DoAccept();
   void OnAccept(boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
 
-  boost::asio::io_context& io_;
+  IoPool& pool_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer backoff_timer_;
   std::chrono::milliseconds backoff_{0};

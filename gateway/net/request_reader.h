@@ -42,7 +42,7 @@ class ReaderOwner {
 // At most one read is in flight on the socket: the wait for the next
 // request's first bytes and the watch are the same read, so the end of an
 // answer never has to stop a watch before it reads on. Runs on its owner's
-// strand.
+// I/O thread.
 class RequestReader {
  public:
   struct Timeouts {

@@ -35,7 +35,7 @@ class WriterOwner {
 // The output side of one agent connection: whole responses and SSE streams
 // (framing from http_framing.h), everything queued going out in one gathered
 // write while none is in flight, keep-alive comments while an SSE response is
-// open, and the end of each response. Runs on its owner's strand.
+// open, and the end of each response. Runs on its owner's I/O thread.
 class ResponseWriter {
  public:
   ResponseWriter(boost::beast::tcp_stream& stream, WriterOwner& owner,

@@ -1,8 +1,10 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 
 #include "common/metrics.h"
+#include "gateway/net/gathered_posts.h"
 #include "gateway/net/registry.h"
 #include "gateway/rpc/router_client.h"
 #include "gateway/core/session_state.h"
@@ -13,7 +15,7 @@ class AgentStream;
 class TabSession;
 
 // The one place where the routers' commands are told apart on the gateway:
-// each is posted to the strand of the tab or stream it is for. Runs on gRPC
+// each is posted to the I/O thread of the tab or stream it is for. Runs on gRPC
 // threads.
 class RouterCommands final : public RouterCommandSink {
  public:
@@ -25,6 +27,8 @@ class RouterCommands final : public RouterCommandSink {
   // Set once the router client exists; until then there is nothing to re-announce.
   void SetReady() { ready_.store(true); }
 
+  void BeginBatch() override { gathered_.emplace(); }
+  void EndBatch() override { gathered_.reset(); }
   void OnCommand(relay::v1::RouterCommand& command) override;
   void OnLinkDown(size_t shard) override;
   void OnLinkUp(size_t shard) override;
@@ -35,6 +39,8 @@ class RouterCommands final : public RouterCommandSink {
   EndedSessions& ended_;
   common::Counter& link_downs_;
   std::atomic<bool> ready_{false};
+  // Open while the gRPC thread hands out a batch (that thread alone touches it).
+  std::optional<GatheredPosts> gathered_;
 };
 
 }  // namespace relay::gateway

@@ -13,7 +13,7 @@ namespace relay::gateway {
 // that start small (an idle tab holds little memory) and grow while a large
 // message (a screenshot) comes in, each measured against a limit so that an
 // oversized one is refused with the protocol's own close code rather than
-// Beast's 1009. Runs on its owner's strand.
+// Beast's 1009. Runs on its owner's I/O thread.
 class TabReader {
  public:
   class Owner {

@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "gateway/core/tab_protocol.h"
+#include "gateway/net/gathered_posts.h"
 #include "gateway/net/registry.h"
 
 namespace relay::gateway {
@@ -111,7 +112,7 @@ void TabSession::HandleHello(absl::string_view text) {
   phase_ = State::kRedeeming;
   state_.auth->RedeemTicket(
       std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
-        asio::post(self->ws_.get_executor(),
+        GatheredPosts::Post(self->ws_.get_executor(),
                    [self, verdict = std::move(verdict)]() mutable {
                      self->OnRedeemed(std::move(verdict));
                    });
@@ -155,7 +156,7 @@ void TabSession::Reply(uint64_t call_id, bool is_error, std::string payload) {
 }
 
 void TabSession::PostAccepted(uint32_t agents) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), agents] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), agents] {
     if (self->phase_ != State::kAnnouncing) {
       return;  // a re-announcement after a router restart
     }
@@ -268,7 +269,7 @@ void TabSession::HandleRequestToAgent(RpcMessage& message) {
 }
 
 void TabSession::PostAgents(uint32_t count) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), count] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), count] {
     if (self->phase_ == State::kLive) {
       self->Send(EncodeNotification("relay/agents", {{"count", count}}));
     }
@@ -276,7 +277,7 @@ void TabSession::PostAgents(uint32_t count) {
 }
 
 void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::string payload) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), id = std::move(tab_request_id),
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), id = std::move(tab_request_id),
                                   is_error, payload = std::move(payload)] {
     if (self->phase_ != State::kLive) {
       return;
@@ -287,7 +288,7 @@ void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::st
 }
 
 void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), call_id, method = std::move(method),
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), call_id, method = std::move(method),
                                   params = std::move(params)]() mutable {
     if (self->phase_ == State::kAnnouncing) {
       // The router made the tab routable just before it accepted it: hold the
@@ -312,7 +313,7 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
 }
 
 void TabSession::PostCancel(uint64_t call_id, std::string reason) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), call_id, reason = std::move(reason)] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), call_id, reason = std::move(reason)] {
     if (!self->calls_.Finish(call_id) || self->phase_ != State::kLive) {
       return;
     }
@@ -323,7 +324,7 @@ void TabSession::PostCancel(uint64_t call_id, std::string reason) {
 }
 
 void TabSession::PostDisplace(std::string reason) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
     if (self->phase_ == State::kClosing) {
       return;
     }
@@ -335,7 +336,7 @@ void TabSession::PostDisplace(std::string reason) {
 }
 
 void TabSession::PostLinkDown(size_t shard) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), shard] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->state_.router->ShardOf(self->announcement_.account) == shard) {
       // The router failed these calls toward their agents, or is gone.
       self->calls_.FinishAll();
@@ -345,7 +346,7 @@ void TabSession::PostLinkDown(size_t shard) {
 }
 
 void TabSession::PostReannounce(size_t shard) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), shard] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->phase_ != State::kClosing &&
         self->state_.router->ShardOf(self->announcement_.account) == shard) {
       self->Announce();
@@ -354,7 +355,7 @@ void TabSession::PostReannounce(size_t shard) {
 }
 
 void TabSession::PostGoingAway() {
-  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this()] {
     if (self->phase_ == State::kLive) {
       // The calls it still has are given up (their agents hear it from the
       // router when the tab goes): the tab may stop working on them.
@@ -387,7 +388,7 @@ void TabSession::OnTabWriterDone() {
 }
 
 void TabSession::PostDrain() {
-  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this()] {
     self->draining_ = true;
     self->MaybeEndDrain();
   });

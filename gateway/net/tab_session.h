@@ -22,9 +22,9 @@
 
 namespace relay::gateway {
 
-// One browser tab's WebSocket (TAB-PROTOCOL.md). Runs on its own strand: every
+// One browser tab's WebSocket (TAB-PROTOCOL.md). Runs on its I/O thread: every
 // member is touched only there; other threads call the Post* methods, which
-// post to the strand. Lives as long as its pending operations.
+// post to that thread. Lives as long as its pending operations.
 class TabSession : public std::enable_shared_from_this<TabSession>,
                    public TabReader::Owner,
                    public TabWriter::Owner {

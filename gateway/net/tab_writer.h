@@ -16,7 +16,7 @@ namespace relay::gateway {
 
 // The output side of a tab's WebSocket: text messages one write at a time in
 // order, bounded, then the close frame after what was queued before it. Runs
-// on its owner's strand.
+// on its owner's I/O thread.
 class TabWriter {
  public:
   class Owner {

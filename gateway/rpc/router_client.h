@@ -84,6 +84,10 @@ class CallWaiter {
 class RouterCommandSink {
  public:
   virtual ~RouterCommandSink() = default;
+  // Around the commands of one batch a link read (and its calls' ends): what
+  // they hand to the I/O threads may go out together once the batch is done.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
   virtual void OnCommand(relay::v1::RouterCommand& command) = 0;
   // The link to a shard ended: the calls of its tabs are lost, and its tabs
   // and streams must be announced again when it comes back (OnLinkUp).

@@ -202,6 +202,7 @@ void RouterShard::CancelAll(RouterClient::CancelReason reason) {
 }
 
 void RouterShard::OnBatch(RouterBatch& batch) {
+  sink_.BeginBatch();
   for (RouterCommand& command : *batch.mutable_commands()) {
     switch (command.command_case()) {
       case RouterCommand::kCallEvent:
@@ -215,6 +216,7 @@ void RouterShard::OnBatch(RouterBatch& batch) {
         break;
     }
   }
+  sink_.EndBatch();
 }
 
 void RouterShard::OnCallEvent(relay::v1::CallEvent& event) {
