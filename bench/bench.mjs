@@ -157,7 +157,7 @@ function chart(series, file) {
 }
 
 async function compare() {
-  const stack = await startStack({ gateways: 2, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean) });
+  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean) });
   const extra = [];
   try {
     const token = await stack.mintToken('bench');

@@ -25,7 +25,7 @@ struct GatewayConfig {
   RequestGateOptions gate;
   GatewayOptions options;
   DispatchOptions dispatch;
-  int threads = 2;
+  int threads = 1;
   absl::Duration drain_timeout = absl::Seconds(10);
   absl::Duration catalogue_poll = absl::Seconds(1);
 };

@@ -28,7 +28,8 @@ ABSL_FLAG(bool, modern_era, true,
           "answers server/discover -32601 so that every client falls back to the 2025 era");
 ABSL_FLAG(std::string, no_tab_message, std::string(relay::gateway::kDefaultNoTabMessage),
           "what an agent is told when the account has no tab");
-ABSL_FLAG(int, threads, 2, "I/O threads");
+ABSL_FLAG(int, threads, 1,
+          "I/O threads, each with connections of its own; more give one gateway more cores");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM, how long calls in flight may take to finish before they get an error");
 ABSL_FLAG(int64_t, max_body_bytes, 4 * 1024 * 1024, "largest agent request body (413 above)");

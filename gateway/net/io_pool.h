@@ -13,11 +13,15 @@ namespace relay::gateway {
 
 // The gateway's I/O threads: one io_context each. A connection lives on one
 // of them from accept to close, so its handlers never run on two threads at
-// once and need no strand, and a thread hands nothing to another thread (no
-// futex between I/O threads). Connections are dealt out in turn.
+// once and need no strand, and its work never waits for another I/O thread
+// to be woken (only its start is handed over from the accepting thread).
+// Connections are dealt out in turn and never moved.
 class IoPool {
  public:
   explicit IoPool(int threads);
+  ~IoPool() { Stop(); }
+  IoPool(const IoPool&) = delete;
+  IoPool& operator=(const IoPool&) = delete;
 
   // For a new connection.
   boost::asio::io_context& Next();

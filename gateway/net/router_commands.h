@@ -15,8 +15,8 @@ class AgentStream;
 class TabSession;
 
 // The one place where the routers' commands are told apart on the gateway:
-// each is posted to the I/O thread of the tab or stream it is for. Runs on gRPC
-// threads.
+// each is posted to the I/O thread of the tab or stream it is for. Runs on the
+// gateway's one gRPC thread (the gathering below relies on there being one).
 class RouterCommands final : public RouterCommandSink {
  public:
   // link_downs counts the ends of shards' links (relay_gateway_router_link_downs_total).

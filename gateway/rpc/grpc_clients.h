@@ -24,7 +24,8 @@ namespace relay::gateway {
 std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
                                               common::CqLoop& loop);
 
-// Runs fn soon on the gateway's I/O threads, after what is ready there now.
+// Runs fn soon, after what is ready now, on the calling I/O thread (on the
+// first I/O thread when called from elsewhere).
 using Deferrer = std::function<void(std::function<void()> fn)>;
 
 // Links to every shard at once and keeps relinking (with jittered backoff)

@@ -202,7 +202,13 @@ void RouterShard::CancelAll(RouterClient::CancelReason reason) {
 }
 
 void RouterShard::OnBatch(RouterBatch& batch) {
-  sink_.BeginBatch();
+  // Closed however the loop ends: a batch left open would hold back every
+  // later post of the gRPC thread.
+  struct Scope {
+    explicit Scope(RouterCommandSink& sink) : sink(sink) { sink.BeginBatch(); }
+    ~Scope() { sink.EndBatch(); }
+    RouterCommandSink& sink;
+  } scope(sink_);
   for (RouterCommand& command : *batch.mutable_commands()) {
     switch (command.command_case()) {
       case RouterCommand::kCallEvent:
@@ -216,7 +222,6 @@ void RouterShard::OnBatch(RouterBatch& batch) {
         break;
     }
   }
-  sink_.EndBatch();
 }
 
 void RouterShard::OnCallEvent(relay::v1::CallEvent& event) {

@@ -173,7 +173,7 @@ export const defaultCatalogue = {
 
 // The whole relay: host API, authsvc, router(s), gateway(s).
 // forgetHook: the host API tells authsvc of each revocation at once (POST /forget).
-export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], routerArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue, forgetHook = false } = {}) {
+export async function startStack({ gateways = 1, routers = 1, users = ['alice', 'bob'], gatewayArgs = [], secondGatewayThreads = 2, routerArgs = [], authsvcArgs = [], hostapiEnv = {}, catalogue = defaultCatalogue, forgetHook = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'relay-e2e-'));
   const relayKeyFile = join(dir, 'relay.key');
   const secretFile = join(dir, 'session.secret');
@@ -246,6 +246,9 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
         `--catalogue=${catalogueFile}`,
         '--allowed_origins=http://editor.test',
         ...tlsArgs('gateway'),
+        // The second gateway deals its connections out to two I/O threads, so
+        // that the suites run the pool's paths between threads too.
+        ...(i === 1 ? [`--threads=${secondGatewayThreads}`] : []),
         ...(typeof gatewayArgs === 'function' ? gatewayArgs(i, stack) : gatewayArgs),
       ]);
       stack.procs.push(gateway);

@@ -1,6 +1,7 @@
 #include "gateway/net/gathered_posts.h"
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -48,6 +49,34 @@ TEST(GatheredPostsTest, AfterTheScopePostsGoAtOnceAgain) {
   int ran = 0;
   { GatheredPosts scope; }
   GatheredPosts::Post(io.get_executor(), [&] { ++ran; });
+  EXPECT_EQ(io.poll(), 1u);
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(GatheredPostsTest, AnInnerScopeSendsItsOwnWorkWhenItCloses) {
+  boost::asio::io_context io;
+  std::vector<int> ran;
+  {
+    GatheredPosts outer;
+    GatheredPosts::Post(io.get_executor(), [&] { ran.push_back(1); });
+    {
+      GatheredPosts inner;
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back(2); });
+    }
+    EXPECT_EQ(io.poll(), 1u);  // the inner scope's work only
+    EXPECT_EQ(ran, (std::vector<int>{2}));
+    io.restart();
+  }
+  EXPECT_EQ(io.poll(), 1u);
+  EXPECT_EQ(ran, (std::vector<int>{2, 1}));
+}
+
+TEST(GatheredPostsTest, AnotherThreadsPostsAreNotHeldByThisThreadsScope) {
+  boost::asio::io_context io;
+  int ran = 0;
+  GatheredPosts scope;
+  std::thread other([&] { GatheredPosts::Post(io.get_executor(), [&] { ++ran; }); });
+  other.join();
   EXPECT_EQ(io.poll(), 1u);
   EXPECT_EQ(ran, 1);
 }
