@@ -224,9 +224,12 @@ async function compare() {
     for (const [s, r] of [[systems.find((x) => x.key === 'relay'), relay], [systems.find((x) => x.key === 'node'), nodeR]]) {
       const points = [];
       for (const f of fractions) {
+        // CPU per call at this rate too: below saturation each call pays its own wake-ups.
+        const before = s.procs.map(([, pid]) => cpuSeconds(pid));
         const p = await openLoop(s, r.rps * f, loadSeconds);
+        const cpuUs = s.procs.reduce((sum, [, pid], i) => sum + (cpuSeconds(pid) - before[i]), 0) * 1e6 / Math.max(1, p.achieved * loadSeconds);
         points.push(p);
-        console.log(`${pad(s.name, 26)} offered ${pad(Math.round(p.offered), 7)} (${Math.round(f * 100)}% of its saturation): achieved ${pad(p.achieved, 7)} p50 ${p.p50_ms.toFixed(2)} ms, p99 ${p.p99_ms.toFixed(2)} ms, p99.9 ${p.p999_ms.toFixed(2)} ms${p.errors || p.non200 ? `, errors ${p.errors}, non-200 ${p.non200}` : ''}`);
+        console.log(`${pad(s.name, 26)} offered ${pad(Math.round(p.offered), 7)} (${Math.round(f * 100)}% of its saturation): achieved ${pad(p.achieved, 7)} p50 ${p.p50_ms.toFixed(2)} ms, p99 ${p.p99_ms.toFixed(2)} ms, p99.9 ${p.p999_ms.toFixed(2)} ms, CPU per call ${cpuUs.toFixed(0)} µs${p.errors || p.non200 ? `, errors ${p.errors}, non-200 ${p.non200}` : ''}`);
       }
       series.push({ name: s.name, points });
     }
