@@ -37,9 +37,10 @@ void AgentAdmission::Check(absl::string_view authorization,
   state_.auth->VerifyToken(
       std::move(bearer), address,
       [this, owner = owner_.KeepAlive(), address](AuthVerdict verdict) {
-        boost::asio::post(executor_, [this, owner, address, verdict = std::move(verdict)]() mutable {
-          OnVerdict(std::move(verdict), address);
-        });
+        boost::asio::post(executor_,
+                          [this, owner, address, verdict = std::move(verdict)]() mutable {
+                            OnVerdict(std::move(verdict), address);
+                          });
       });
 }
 

@@ -82,19 +82,19 @@ void AgentStream::AnnounceSubscriptions() {
 }
 
 void AgentStream::PostEvent(uint64_t event_id, std::string message) {
-  GatheredPosts::Post(stream_.get_executor(),
-             [self = shared_from_this(), event_id, message = std::move(message)] {
-               if (self->ending_) {
-                 return;
-               }
-               if (!self->listen_) {
-                 return self->out_.SendEvent(message, event_id);
-               }
-               // Listen streams are not resumable: no event ids.
-               if (auto passed = self->listen_->Pass(message)) {
-                 self->out_.SendEvent(*passed);
-               }
-             });
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), event_id,
+                                               message = std::move(message)] {
+    if (self->ending_) {
+      return;
+    }
+    if (!self->listen_) {
+      return self->out_.SendEvent(message, event_id);
+    }
+    // Listen streams are not resumable: no event ids.
+    if (auto passed = self->listen_->Pass(message)) {
+      self->out_.SendEvent(*passed);
+    }
+  });
 }
 
 void AgentStream::PostNotice(std::string message) {
@@ -113,7 +113,8 @@ void AgentStream::PostReannounce(size_t shard) {
 }
 
 void AgentStream::PostSessionEnded(std::string session) {
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), session = std::move(session)] {
+  GatheredPosts::Post(stream_.get_executor(),
+                      [self = shared_from_this(), session = std::move(session)] {
     if (self->session_ == session) {
       self->End();
     }

@@ -314,7 +314,8 @@ void HttpSession::OnCallEvent(std::string message) {
 void HttpSession::OnCallDone(ForwardOutcome outcome) {
   // Gathered with the rest of its link batch. (An event is posted at once,
   // under the router client's lock: it must come before its call's end.)
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), outcome = std::move(outcome)]() mutable {
+  GatheredPosts::Post(stream_.get_executor(),
+                      [self = shared_from_this(), outcome = std::move(outcome)]() mutable {
     self->OnForwarded(std::move(outcome));
   });
 }

@@ -113,9 +113,9 @@ void TabSession::HandleHello(absl::string_view text) {
   state_.auth->RedeemTicket(
       std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
         GatheredPosts::Post(self->ws_.get_executor(),
-                   [self, verdict = std::move(verdict)]() mutable {
-                     self->OnRedeemed(std::move(verdict));
-                   });
+                            [self, verdict = std::move(verdict)]() mutable {
+                              self->OnRedeemed(std::move(verdict));
+                            });
       });
 }
 
@@ -277,8 +277,9 @@ void TabSession::PostAgents(uint32_t count) {
 }
 
 void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::string payload) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), id = std::move(tab_request_id),
-                                  is_error, payload = std::move(payload)] {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(),
+                                           id = std::move(tab_request_id), is_error,
+                                           payload = std::move(payload)] {
     if (self->phase_ != State::kLive) {
       return;
     }
@@ -288,8 +289,9 @@ void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::st
 }
 
 void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), call_id, method = std::move(method),
-                                  params = std::move(params)]() mutable {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), call_id,
+                                           method = std::move(method),
+                                           params = std::move(params)]() mutable {
     if (self->phase_ == State::kAnnouncing) {
       // The router made the tab routable just before it accepted it: hold the
       // call until the hello is answered.
@@ -313,7 +315,8 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
 }
 
 void TabSession::PostCancel(uint64_t call_id, std::string reason) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), call_id, reason = std::move(reason)] {
+  GatheredPosts::Post(ws_.get_executor(),
+                      [self = shared_from_this(), call_id, reason = std::move(reason)] {
     if (!self->calls_.Finish(call_id) || self->phase_ != State::kLive) {
       return;
     }
