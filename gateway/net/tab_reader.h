@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "gateway/net/tab_transport.h"
+
 namespace relay::gateway {
 
 // The input side of a tab's WebSocket: whole text messages, read in chunks
@@ -30,8 +32,7 @@ class TabReader {
     virtual void OnTabReadEnded() = 0;
   };
 
-  using Stream = boost::beast::websocket::stream<boost::beast::tcp_stream>;
-  TabReader(Stream& ws, Owner& owner) : ws_(ws), owner_(owner) {}
+  TabReader(TabStream& ws, Owner& owner) : ws_(ws), owner_(owner) {}
 
   // Reads messages of at most limit bytes (SetLimit changes it between them).
   void Start(size_t limit);
@@ -43,7 +44,7 @@ class TabReader {
   void DoRead();
   void OnRead(boost::beast::error_code ec, size_t bytes);
 
-  Stream& ws_;
+  TabStream& ws_;
   Owner& owner_;
   boost::beast::flat_buffer buffer_;
   size_t limit_ = 0;

@@ -16,6 +16,7 @@
 #include "gateway/core/tab_calls.h"
 #include "gateway/net/gateway_state.h"
 #include "gateway/net/tab_reader.h"
+#include "gateway/net/tab_transport.h"
 #include "gateway/net/tab_writer.h"
 #include "gateway/rpc/auth_client.h"
 #include "gateway/rpc/router_client.h"
@@ -82,7 +83,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // Draining, with no call left: close with 1001.
   void MaybeEndDrain();
 
-  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  TabStream ws_;
   GatewayState& state_;
   ConnectionSlot slot_;
   TabReader in_;

@@ -1,8 +1,14 @@
 #include "gateway/net/tab_writer.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 
 #include "common/log.h"
+#include "gateway/core/ws_frame.h"
 
 namespace relay::gateway {
 
@@ -10,49 +16,128 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 
-TabWriter::TabWriter(Stream& ws, Owner& owner, size_t max_queued_bytes)
-    : ws_(ws), owner_(owner), max_queued_bytes_(max_queued_bytes) {}
+namespace {
+
+// Entries in one gathered write (a header and a payload per message).
+constexpr size_t kMaxWriteEntries = 64;
+
+}  // namespace
+
+TabWriter::TabWriter(TabStream& ws, Owner& owner, size_t max_queued_bytes)
+    : ws_(ws), owner_(owner), max_queued_bytes_(max_queued_bytes) {
+  ws_.next_layer().set_output(this);
+}
 
 void TabWriter::Send(std::string text) {
-  if (close_) {
+  // After Beast sent or received a close frame no data frame may follow.
+  if (close_ || failed_ || !ws_.is_open()) {
     return;
   }
-  queued_bytes_ += text.size();
+  std::string header = TextFrameHeader(text.size());
+  if (Enqueue(std::move(header))) {
+    Enqueue(std::move(text));
+  }
+}
+
+bool TabWriter::AppendRaw(std::string bytes) {
+  return !failed_ && Enqueue(std::move(bytes));
+}
+
+bool TabWriter::Enqueue(std::string bytes) {
+  queued_bytes_ += bytes.size();
   if (queued_bytes_ > max_queued_bytes_) {
     // A tab that does not read what it is sent: drop it (it reconnects) rather
     // than queue without bound. No close frame could get through either.
     common::LogWarn("tab not reading; dropping it");
     close_ = websocket::close_reason(websocket::close_code::policy_error);
-    beast::get_lowest_layer(ws_).close();
-    return owner_.OnTabWriterDone();
+    Fail(asio::error::no_buffer_space);
+    return false;
   }
-  outbox_.push_back(std::move(text));
-  if (!writing_) {
-    DoWrite();
+  outbox_.push_back(std::move(bytes));
+  ++appended_;
+  ScheduleWrite();
+  return true;
+}
+
+void TabWriter::ScheduleWrite() {
+  if (writing_ > 0 || write_scheduled_) {
+    return;
   }
+  // After the handler that queued this: whatever else it queues (the rest of
+  // a link batch's deliveries) goes in the same write.
+  write_scheduled_ = true;
+  asio::post(ws_.get_executor(), [this, owner = owner_.KeepAlive()] {
+    write_scheduled_ = false;
+    if (writing_ == 0 && !failed_ && !outbox_.empty()) {
+      DoWrite();
+    }
+  });
 }
 
 void TabWriter::DoWrite() {
-  writing_ = true;
-  ws_.text(true);
-  ws_.async_write(asio::buffer(outbox_.front()),
-                  [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
-                    OnWrite(ec);
-                  });
+  writing_ = std::min(outbox_.size(), kMaxWriteEntries);
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(writing_);
+  for (size_t i = 0; i < writing_; ++i) {
+    buffers.push_back(asio::buffer(outbox_[i]));
+  }
+  asio::async_write(beast::get_lowest_layer(ws_).socket(), buffers,
+                    [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
+                      OnWrite(ec);
+                    });
 }
 
 void TabWriter::OnWrite(beast::error_code ec) {
-  writing_ = false;
-  if (ec) {
-    return owner_.OnTabWriterDone();
+  if (failed_) {
+    return;
   }
-  queued_bytes_ -= outbox_.front().size();
-  outbox_.pop_front();
+  if (ec) {
+    return Fail(ec);
+  }
+  for (size_t i = 0; i < writing_; ++i) {
+    queued_bytes_ -= outbox_.front().size();
+    outbox_.pop_front();
+  }
+  written_ += writing_;
+  writing_ = 0;
+  // Those waiting for what is now written (Beast's teardown after its close frame).
+  auto done = std::partition(waiters_.begin(), waiters_.end(),
+                             [this](const auto& waiter) { return waiter.first > written_; });
+  std::vector<std::pair<uint64_t, absl::AnyInvocable<void(beast::error_code)>>> ready(
+      std::make_move_iterator(done), std::make_move_iterator(waiters_.end()));
+  waiters_.erase(done, waiters_.end());
   if (!outbox_.empty()) {
     DoWrite();
-  } else if (close_) {
+  } else if (close_ && !close_started_) {
     StartClose();
   }
+  for (auto& [target, fn] : ready) {
+    fn(beast::error_code());
+  }
+}
+
+void TabWriter::WhenWritten(absl::AnyInvocable<void(beast::error_code)> done) {
+  if (failed_) {
+    return done(asio::error::broken_pipe);
+  }
+  if (written_ >= appended_) {
+    return done(beast::error_code());
+  }
+  waiters_.emplace_back(appended_, std::move(done));
+}
+
+void TabWriter::Fail(beast::error_code ec) {
+  if (std::exchange(failed_, true)) {
+    return;
+  }
+  beast::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().close(ignored);
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& [target, fn] : waiters) {
+    fn(ec);
+  }
+  owner_.OnTabWriterDone();
 }
 
 void TabWriter::CloseWith(uint16_t code, absl::string_view reason) {
@@ -61,7 +146,7 @@ void TabWriter::CloseWith(uint16_t code, absl::string_view reason) {
   }
   close_ = websocket::close_reason(static_cast<websocket::close_code>(code),
                                   beast::string_view(reason.data(), reason.size()));
-  if (!writing_) {
+  if (writing_ == 0 && outbox_.empty() && !failed_) {
     StartClose();
   }
 }
@@ -70,8 +155,9 @@ void TabWriter::StartClose() {
   if (std::exchange(close_started_, true)) {
     return;
   }
-  // The pending read ends with an error next; the closing handshake is
-  // bounded by the handshake timeout.
+  // Beast queues the close frame through the transport; the pending read
+  // ends with an error next; the closing handshake is bounded by the
+  // handshake timeout.
   ws_.async_close(*close_, [this, owner = owner_.KeepAlive()](beast::error_code) {
     owner_.OnTabWriterDone();
   });

@@ -6,18 +6,23 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "gateway/net/tab_transport.h"
 
 namespace relay::gateway {
 
-// The output side of a tab's WebSocket: text messages one write at a time in
-// order, bounded, then the close frame after what was queued before it. Runs
-// on its owner's I/O thread.
-class TabWriter {
+// The output side of a tab's WebSocket: one queue of bytes, in order, for the
+// text messages it encodes itself and for Beast's own frames (TabTransport),
+// written with one gathered write for everything queued meanwhile (the
+// deliveries of one link batch leave in one system call); bounded; the close
+// frame after what was queued before it. Runs on its owner's I/O thread.
+class TabWriter final : public TabOutput {
  public:
   class Owner {
    public:
@@ -29,26 +34,39 @@ class TabWriter {
     virtual void OnTabWriterDone() = 0;
   };
 
-  using Stream = boost::beast::websocket::stream<boost::beast::tcp_stream>;
-  TabWriter(Stream& ws, Owner& owner, size_t max_queued_bytes);
+  TabWriter(TabStream& ws, Owner& owner, size_t max_queued_bytes);
 
-  // Nothing is sent once a close was asked for.
+  // Nothing is sent once a close was asked for or the WebSocket is closing.
   void Send(std::string text);
   // Closes with code once everything queued is written; the first close wins.
   void CloseWith(uint16_t code, absl::string_view reason);
   bool closing() const { return close_.has_value(); }
 
+  // TabOutput.
+  bool AppendRaw(std::string bytes) override;
+  void WhenWritten(absl::AnyInvocable<void(boost::beast::error_code)> done) override;
+
  private:
+  // False (and the connection dropped) when the tab holds too much unwritten.
+  bool Enqueue(std::string bytes);
+  void ScheduleWrite();
   void DoWrite();
   void OnWrite(boost::beast::error_code ec);
+  void Fail(boost::beast::error_code ec);
   void StartClose();
 
-  Stream& ws_;
+  TabStream& ws_;
   Owner& owner_;
   const size_t max_queued_bytes_;
   std::deque<std::string> outbox_;
   size_t queued_bytes_ = 0;
-  bool writing_ = false;
+  size_t writing_ = 0;  // entries of outbox_ in the write in flight
+  bool write_scheduled_ = false;
+  bool failed_ = false;
+  uint64_t appended_ = 0;  // entries ever queued
+  uint64_t written_ = 0;   // entries ever written
+  // Each waits for the entries queued when it asked: {appended_ then, done}.
+  std::vector<std::pair<uint64_t, absl::AnyInvocable<void(boost::beast::error_code)>>> waiters_;
   std::optional<boost::beast::websocket::close_reason> close_;
   bool close_started_ = false;
 };

@@ -67,6 +67,30 @@ test('a tool call from an agent on gateway 2 is answered by the tab on gateway 1
   await tab.closed;
 });
 
+test("a tab's ping is answered, many calls at once reach it whole, and its close is returned", async () => {
+  const [gw1, gw2] = stack.gateways;
+  const tab = new ScriptedTab(gw1.wsUrl);
+  tab.handlers['tools/call'] = async (params) => ({ content: [{ type: 'text', text: `n=${params.arguments.n} ${'x'.repeat(params.arguments.n)}` }] });
+  await tab.hello(await stack.ticket('bob'));
+  // Beast answers pings; its pong shares the tab's one output queue with the messages.
+  const pong = new Promise((resolve) => tab.ws.once('pong', (data) => resolve(data.toString())));
+  tab.ws.ping('are you there');
+  assert.equal(await pong, 'are you there');
+
+  // Calls of every size at once: the gateway writes what it has queued in one go,
+  // and each message must still arrive as a frame of its own.
+  const { client } = await connectAgent(gw2.url, await stack.mintToken('bob'));
+  const sizes = [0, 1, 125, 126, 127, 65535, 65536, 200000, 3, 70000];
+  const results = await Promise.all(sizes.map((n) => client.callTool({ name: 'get_view', arguments: { n } })));
+  assert.deepEqual(results.map((r) => r.content[0].text), sizes.map((n) => `n=${n} ${'x'.repeat(n)}`));
+  await client.close();
+
+  // The tab closes: the gateway returns its code in a close frame of its own (without a
+  // connection that just drops, the tab would see 1006), then the connection ends.
+  tab.ws.close(4000, 'leaving');
+  assert.equal((await tab.closed).code, 4000);
+});
+
 test('health and readiness answer without a bearer', async () => {
   const gw = stack.gateways[0];
   assert.equal((await fetch(`http://127.0.0.1:${gw.port}/healthz`)).status, 200);
