@@ -53,8 +53,9 @@ class TabTransport {
     return stream_.async_read_some(buffers, std::forward<ReadToken>(token));
   }
 
-  // Copies the bytes into the output queue and completes at once (posted,
-  // as an asynchronous operation must).
+  // Copies the bytes into the output queue and completes once they are
+  // written: Beast waits for its pong before it reads on, as it did on the
+  // socket, so a tab that sends pings but never reads cannot pile them up.
   template <class ConstBufferSequence, class WriteToken>
   auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
     return boost::asio::async_initiate<WriteToken, void(boost::beast::error_code, size_t)>(
@@ -62,14 +63,18 @@ class TabTransport {
           size_t size = boost::asio::buffer_size(buffers);
           std::string bytes(size, '\0');
           boost::asio::buffer_copy(boost::asio::buffer(bytes), buffers);
-          boost::beast::error_code ec;
-          if (output_ == nullptr || !output_->AppendRaw(std::move(bytes))) {
-            ec = boost::asio::error::broken_pipe;
-            size = 0;
-          }
           auto executor = boost::asio::get_associated_executor(handler, get_executor());
-          boost::asio::post(executor,
-                            boost::beast::bind_front_handler(std::move(handler), ec, size));
+          if (output_ == nullptr || !output_->AppendRaw(std::move(bytes))) {
+            return boost::asio::post(
+                executor, boost::beast::bind_front_handler(
+                              std::move(handler),
+                              boost::beast::error_code(boost::asio::error::broken_pipe), 0));
+          }
+          output_->WhenWritten([executor, size, handler = std::move(handler)](
+                                   boost::beast::error_code ec) mutable {
+            boost::asio::post(executor, boost::beast::bind_front_handler(std::move(handler), ec,
+                                                                         ec ? 0 : size));
+          });
         },
         token, buffers);
   }

@@ -20,6 +20,8 @@ namespace {
 
 // Entries in one gathered write (a header and a payload per message).
 constexpr size_t kMaxWriteEntries = 64;
+// What an entry costs beside its bytes, counted against the bound.
+constexpr size_t kEntryOverhead = 64;
 
 }  // namespace
 
@@ -44,11 +46,12 @@ bool TabWriter::AppendRaw(std::string bytes) {
 }
 
 bool TabWriter::Enqueue(std::string bytes) {
-  queued_bytes_ += bytes.size();
+  queued_bytes_ += bytes.size() + kEntryOverhead;
   if (queued_bytes_ > max_queued_bytes_) {
     // A tab that does not read what it is sent: drop it (it reconnects) rather
     // than queue without bound. No close frame could get through either.
     common::LogWarn("tab not reading; dropping it");
+    // (Marked closing; no close frame is sent: the connection is dropped.)
     close_ = websocket::close_reason(websocket::close_code::policy_error);
     Fail(asio::error::no_buffer_space);
     return false;
@@ -89,13 +92,16 @@ void TabWriter::DoWrite() {
 
 void TabWriter::OnWrite(beast::error_code ec) {
   if (failed_) {
+    // Failed while this write was in flight: what it held can go now.
+    outbox_.clear();
+    writing_ = 0;
     return;
   }
   if (ec) {
     return Fail(ec);
   }
   for (size_t i = 0; i < writing_; ++i) {
-    queued_bytes_ -= outbox_.front().size();
+    queued_bytes_ -= outbox_.front().size() + kEntryOverhead;
     outbox_.pop_front();
   }
   written_ += writing_;
@@ -108,8 +114,6 @@ void TabWriter::OnWrite(beast::error_code ec) {
   waiters_.erase(done, waiters_.end());
   if (!outbox_.empty()) {
     DoWrite();
-  } else if (close_ && !close_started_) {
-    StartClose();
   }
   for (auto& [target, fn] : ready) {
     fn(beast::error_code());
@@ -132,6 +136,9 @@ void TabWriter::Fail(beast::error_code ec) {
   }
   beast::error_code ignored;
   beast::get_lowest_layer(ws_).socket().close(ignored);
+  if (writing_ == 0) {
+    outbox_.clear();
+  }
   auto waiters = std::move(waiters_);
   waiters_.clear();
   for (auto& [target, fn] : waiters) {
@@ -146,9 +153,12 @@ void TabWriter::CloseWith(uint16_t code, absl::string_view reason) {
   }
   close_ = websocket::close_reason(static_cast<websocket::close_code>(code),
                                   beast::string_view(reason.data(), reason.size()));
-  if (writing_ == 0 && outbox_.empty() && !failed_) {
-    StartClose();
-  }
+  // After what is queued now (no message is queued after this).
+  WhenWritten([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+    if (!ec) {
+      StartClose();
+    }
+  });
 }
 
 void TabWriter::StartClose() {

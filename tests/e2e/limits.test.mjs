@@ -258,6 +258,32 @@ test('a notification flood to a GET stream that does not read: the stream is dro
   carolTab.close();
 });
 
+test('a tab that sends pings but never reads: its pongs wait, memory stays bounded, and it is dropped', async () => {
+  const socket = await connect(gwTabs.port);
+  socket.write('GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://editor.test\r\n\r\n');
+  await new Promise((resolve) => socket.once('data', resolve));  // the 101
+  socket.pause();
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gwTabs.child.pid}/status`, 'utf8'))[1]) / 1024;
+  const before = rss();
+  // 40 MiB of pings (masked with a zero key, as a client must mask), never reading a pong.
+  const ping = Buffer.concat([Buffer.from([0x89, 0x80 | 125, 0, 0, 0, 0]), Buffer.alloc(125, 0x70)]);
+  const burst = Buffer.concat(Array.from({ length: 1024 }, () => ping));
+  let peak = before;
+  for (let i = 0; i < 320; i++) {
+    socket.write(burst);
+    if (i % 32 === 31) {
+      await new Promise((r) => setTimeout(r, 100));
+      peak = Math.max(peak, rss());
+    }
+  }
+  assert.ok(peak - before < 32, `the gateway grew by ${(peak - before).toFixed(1)} MiB`);
+  // It never said hello: it is closed at the hello timeout (its close frame waits behind the
+  // unread pongs, and the closing handshake has a timeout of its own).
+  socket.resume();
+  await socket.ended;
+});
+
 test("a session flood: one account's 1,000 sessions keep at most 256 records in the router; their ids stay valid", async () => {
   const token = await stack.mintToken('carol');
   const sessions = [];
