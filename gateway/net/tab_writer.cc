@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
@@ -106,17 +107,15 @@ void TabWriter::OnWrite(beast::error_code ec) {
   }
   written_ += writing_;
   writing_ = 0;
-  // Those waiting for what is now written (Beast's teardown after its close frame).
-  auto done = std::partition(waiters_.begin(), waiters_.end(),
-                             [this](const auto& waiter) { return waiter.first > written_; });
-  std::vector<std::pair<uint64_t, absl::AnyInvocable<void(beast::error_code)>>> ready(
-      std::make_move_iterator(done), std::make_move_iterator(waiters_.end()));
-  waiters_.erase(done, waiters_.end());
   if (!outbox_.empty()) {
     DoWrite();
   }
-  for (auto& [target, fn] : ready) {
-    fn(beast::error_code());
+  // Those waiting for what is now written (Beast's own frames, its teardown,
+  // our close).
+  while (!waiters_.empty() && waiters_.front().first <= written_) {
+    auto done = std::move(waiters_.front().second);
+    waiters_.pop_front();
+    done(beast::error_code());
   }
 }
 

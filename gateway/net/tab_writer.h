@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
@@ -65,8 +64,9 @@ class TabWriter final : public TabOutput {
   bool failed_ = false;
   uint64_t appended_ = 0;  // entries ever queued
   uint64_t written_ = 0;   // entries ever written
-  // Each waits for the entries queued when it asked: {appended_ then, done}.
-  std::vector<std::pair<uint64_t, absl::AnyInvocable<void(boost::beast::error_code)>>> waiters_;
+  // Each waits for the entries queued when it asked: {appended_ then, done},
+  // in the order they asked (so by that count too).
+  std::deque<std::pair<uint64_t, absl::AnyInvocable<void(boost::beast::error_code)>>> waiters_;
   std::optional<boost::beast::websocket::close_reason> close_;
   bool close_started_ = false;
 };
