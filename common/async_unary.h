@@ -19,18 +19,19 @@ namespace relay::common {
 // grpc_tls.h; empty: anyone) is answered PERMISSION_DENIED.
 //
 //   ServeUnary(loop, &service, &Svc::AsyncService::RequestGetStats, kRoleOperator,
-//              [&](const GetStatsRequest& request, GetStatsResponse* response) { ... });
+//              "RouterAdmin.GetStats", [&](const GetStatsRequest& request, GetStatsResponse* response) { ... });
 template <typename Service, typename Base, typename Request, typename Response, typename Handler>
 void ServeUnary(CqLoop& loop, Service* service,
                 void (Base::*request)(grpc::ServerContext*, Request*,
                                       grpc::ServerAsyncResponseWriter<Response>*,
                                       grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*),
-                absl::string_view role, Handler handler) {
+                absl::string_view role, absl::string_view name, Handler handler) {
   struct Method {
     CqLoop& loop;
     Service* service;
     decltype(request) request_call;
     std::string role;
+    std::string name;  // for the denial
     std::function<grpc::Status(const Request&, Response*)> handler;
   };
   class Call final : public CqTag {
@@ -49,7 +50,7 @@ void ServeUnary(CqLoop& loop, Service* service,
       Response response;
       grpc::Status status = method_->role.empty() || CallerIs(context_, method_->role)
                                 ? method_->handler(request_, &response)
-                                : DeniedUnless(method_->role, "this method");
+                                : DeniedUnless(method_->role, method_->name);
       answered_ = true;
       writer_.Finish(response, status, static_cast<CqTag*>(this));
     }
@@ -62,7 +63,7 @@ void ServeUnary(CqLoop& loop, Service* service,
     bool answered_ = false;
   };
   new Call(std::make_shared<const Method>(
-      Method{loop, service, request, std::string(role), std::move(handler)}));
+      Method{loop, service, request, std::string(role), std::string(name), std::move(handler)}));
 }
 
 }  // namespace relay::common

@@ -10,7 +10,7 @@ using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
 void HealthService::Serve(CqLoop& loop) {
-  ServeUnary(loop, &service_, &grpc::health::v1::Health::AsyncService::RequestCheck, /*role=*/"",
+  ServeUnary(loop, &service_, &grpc::health::v1::Health::AsyncService::RequestCheck, /*role=*/"", "Health.Check",
              [this](const HealthCheckRequest& request, HealthCheckResponse* response) {
                if (!request.service().empty() &&
                    std::find(services_.begin(), services_.end(), request.service()) ==

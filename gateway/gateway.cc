@@ -18,6 +18,7 @@
 #include "gateway/core/catalogue.h"
 #include "gateway/net/agent_stream.h"
 #include "gateway/net/io_pool.h"
+#include "gateway/net/link_router_client.h"
 #include "gateway/net/listener.h"
 #include "gateway/net/registry.h"
 #include "gateway/net/router_commands.h"
@@ -128,12 +129,12 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
 
   p.grpc_loop.Start();
   p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop);
-  p.router = NewGrpcRouterClient(
-      p.config.routers, p.config.grpc_tls, state.gateway_id, p.commands, p.grpc_loop,
-      [&io = p.io](std::function<void()> fn) {
-        // After the calling I/O thread's turn: everything it sends meanwhile goes too.
-        boost::asio::post(io.Current(), std::move(fn));
-      });
+  auto router = NewLinkRouterClient(p.config.routers, p.config.grpc_tls, state.gateway_id,
+                                    p.commands, p.grpc_loop, p.io.First());
+  if (!router.ok()) {
+    return router.status();
+  }
+  p.router = *std::move(router);
   p.commands.SetReady();
   state.auth = p.auth.get();
   state.router = p.router.get();

@@ -16,10 +16,13 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "router/rpc/admin_service.h"
+#include "router/net/gateway_links.h"
 #include "router/rpc/link_server.h"
 #include "router/rpc/router_hub.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7001", "address:port to serve gRPC on");
+ABSL_FLAG(std::string, link_listen, "0.0.0.0:7003",
+          "address:port for the gateways' links (port 0: any; gateways learn it from OpenLink)");
 ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
 ABSL_FLAG(int64_t, max_sessions_per_account, 256,
           "session records per account; the least recently seen is forgotten beyond (its id stays valid)");
@@ -41,16 +44,21 @@ int main(int argc, char** argv) {
   options.sessions.max_sessions_per_account =
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_sessions_per_account)));
   router::RouterHub state(options);
-  // Every gRPC service of the router runs on one thread (common::CqLoop): no
-  // other thread polls the links' sockets.
-  router::LinkServer links(state);
-  router::RouterAdminService admin(state);
-  common::HealthService health({"relay.v1.Router", "relay.v1.RouterAdmin"});
   auto tls = common::GrpcTlsFromFlags();
   if (!tls.ok()) {
     common::Fatal(tls.status().message());
   }
-  common::WarnIfPlaintext(*tls, "Router.Link and RouterAdmin");
+  common::WarnIfPlaintext(*tls, "the gateways' links, Router.OpenLink and RouterAdmin");
+  // The links run on a thread of their own; every gRPC service (off the hot
+  // path) on another (common::CqLoop).
+  auto gateway_links = router::GatewayLinks::Start(absl::GetFlag(FLAGS_link_listen), *tls, state);
+  if (!gateway_links.ok()) {
+    common::Fatal(gateway_links.status().message());
+  }
+  common::LogInfo("links listening", {{"port", static_cast<int64_t>((*gateway_links)->port())}});
+  router::LinkServer links((*gateway_links)->port());
+  router::RouterAdminService admin(state);
+  common::HealthService health({"relay.v1.Router", "relay.v1.RouterAdmin"});
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen),
                                         {links.service(), admin.service(), health.service()},
@@ -89,6 +97,7 @@ int main(int argc, char** argv) {
   sweeper.join();
   common::LogInfo("stopping");
   state.EndWatchers();
+  (*gateway_links)->Stop();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   loop.Stop();
   return 0;

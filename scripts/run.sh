@@ -10,6 +10,7 @@ bash scripts/setup.sh
 api_port=${RELAY_DEMO_HOSTAPI_PORT:-8000}
 gw_port=${RELAY_DEMO_GATEWAY_PORT:-8080}
 router_port=${RELAY_DEMO_ROUTER_PORT:-7001}
+link_port=${RELAY_DEMO_ROUTER_LINK_PORT:-7003}
 auth_port=${RELAY_DEMO_AUTHSVC_PORT:-7002}
 auth_ops_port=${RELAY_DEMO_AUTHSVC_METRICS_PORT:-9102}
 state="$root/.run"                     # secrets and demo data, mode 0700, git-ignored
@@ -56,7 +57,8 @@ wait_listening "$state/hostapi.log"
 start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
   --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key" "${tls_authsvc[@]}" \
   --metrics_listen="127.0.0.1:$auth_ops_port"
-start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port" "${tls_router[@]}"
+start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port" \
+  --link_listen="127.0.0.1:$link_port" "${tls_router[@]}"
 start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" "${tls_gateway[@]}" \
   --router_addrs="127.0.0.1:$router_port" --authsvc_addr="127.0.0.1:$auth_port" \
   --session_secret_file="$state/session.secret" --catalogue=hostapi/public/editor/tools.json \

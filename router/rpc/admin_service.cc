@@ -171,6 +171,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
   ServeWatch(loop);
   common::ServeUnary(
       loop, &service_, &Service::RequestListTabs, common::kRoleOperator,
+      "RouterAdmin.ListTabs",
       [this](const relay::v1::ListTabsRequest& request, relay::v1::ListTabsResponse* response) {
         hub_.Read([&](const RouterCore& core) {
           for (const TabRecord& tab : core.tabs().List(request.account())) {
@@ -191,6 +192,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
 
   common::ServeUnary(
       loop, &service_, &Service::RequestListSessions, common::kRoleOperator,
+      "RouterAdmin.ListSessions",
       [this](const relay::v1::ListSessionsRequest& request,
              relay::v1::ListSessionsResponse* response) {
         auto sessions = hub_.Read([&](const RouterCore& core) {
@@ -210,6 +212,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
 
   common::ServeUnary(
       loop, &service_, &Service::RequestGetStats, common::kRoleOperator,
+      "RouterAdmin.GetStats",
       [this](const relay::v1::GetStatsRequest&, relay::v1::GetStatsResponse* response) {
         hub_.Read([&](const RouterCore& core) {
           const RouterCounts& c = core.counts();
@@ -230,6 +233,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
 
   common::ServeUnary(
       loop, &service_, &Service::RequestKick, common::kRoleOperator,
+      "RouterAdmin.Kick",
       [this](const relay::v1::KickRequest& request, relay::v1::KickResponse* response) {
         bool kicked = hub_.Kick(request.account(), "an operator disconnected this tab");
         if (kicked) {
@@ -241,6 +245,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
 
   common::ServeUnary(
       loop, &service_, &Service::RequestEndSession, common::kRoleOperator,
+      "RouterAdmin.EndSession",
       [this](const relay::v1::EndSessionRequest& request, relay::v1::EndSessionResponse*) {
         hub_.EndSession(request.session_id());
         return grpc::Status::OK;

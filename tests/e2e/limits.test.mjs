@@ -316,7 +316,7 @@ test('an idle keep-alive connection is closed after --idle_timeout', async () =>
 
 test("the router's /metrics listener serves again after running out of descriptors", async () => {
   const router = startProcess('router-fd', 'prlimit', ['--nofile=48:48', join(binDir, 'relay-router'),
-    '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router')]);
+    '--listen=127.0.0.1:0', '--link_listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router')]);
   try {
     await router.listeningPort();
     const port = Number((await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'metrics port'))[1]);

@@ -198,7 +198,7 @@ test('kill -9 of a router shard: its accounts fail fast, the others do not notic
     }
   }
 
-  const restarted = startProcess('router1b', join(binDir, 'relay-router'), [`--listen=127.0.0.1:${port}`, ...tlsArgs('router')]);
+  const restarted = startProcess('router1b', join(binDir, 'relay-router'), [`--listen=127.0.0.1:${port}`, '--link_listen=127.0.0.1:0', ...tlsArgs('router')]);
   stack.procs.push(restarted);
   await restarted.listeningPort();
   const restartedAt = Date.now();

@@ -84,14 +84,13 @@ test("a gateway's certificate may not call RouterAdmin (Watch included) or auths
   assert.match(stats.stderr, /Auth\.GetStats is for the operator role/);
 });
 
-test("an operator's certificate may not open Link or verify tokens: a gateway holding one never gets ready", async () => {
+test("an operator's certificate may not open a link or verify tokens: a gateway holding one never gets ready", async () => {
   const gw = startProcess('gateway-operator-cert', join(binDir, 'relay-gateway'), [
     '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
     `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`, ...tlsArgs('operator')]);
   try {
     const port = await gw.listeningPort();
-    await gw.waitForLine((l) => l.includes('router link ended') && l.includes('Router.Link is for the gateway role'), 'the link refused');
-    await stack.routers[0].waitForLine((l) => l.includes('link refused'), 'the router to say so');
+    await gw.waitForLine((l) => l.includes('router link ended') && l.includes('Router.OpenLink is for the gateway role'), 'the link refused');
     assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 503);
     // Its token checks are refused by authsvc too: the agent is told the service is unavailable,
     // never let in.
@@ -106,6 +105,46 @@ test("an operator's certificate may not open Link or verify tokens: a gateway ho
   }
 });
 
+// What the router's link port says to a client holding files (an empty object: plaintext):
+// the bytes it sent before it closed, or, if it did not close, once 4 bytes came.
+async function linkAnswer(files) {
+  const { readFileSync } = await import('node:fs');
+  const net = await import('node:net');
+  const tls = await import('node:tls');
+  const port = stack.routers[0].linkPort;
+  return new Promise((resolve) => {
+    let got = Buffer.alloc(0);
+    const socket = files.ca
+      ? tls.connect({ host: '127.0.0.1', port, ca: readFileSync(files.ca), cert: readFileSync(files.cert), key: readFileSync(files.key) })
+      : net.connect({ host: '127.0.0.1', port }, () => socket.write('GET / HTTP/1.1\r\n\r\n'));
+    socket.on('data', (d) => {
+      got = Buffer.concat([got, d]);
+      if (got.length >= 4) { socket.destroy(); resolve({ closed: false, got }); }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve({ closed: true, got }));
+  });
+}
+
+test("the link port admits gateways' certificates only: an operator's, a stranger's and plaintext are closed unanswered", async () => {
+  // A gateway's certificate is accepted: the router's first frame, empty, says so.
+  const gateway = await linkAnswer(tlsFiles('gateway'));
+  assert.deepEqual([...gateway.got.subarray(0, 4)], [0, 0, 0, 0]);
+  // An operator's is refused after the handshake, and the router says why.
+  const operator = await linkAnswer(tlsFiles('operator'));
+  assert.equal(operator.closed, true);
+  assert.equal(operator.got.length, 0);
+  await stack.routers[0].waitForLine((l) => l.includes('link refused') && l.includes('"role":"operator"'), 'the router to say so');
+  // A gateway certificate from another CA fails the handshake; plaintext is not TLS.
+  const foreign = (role) => ({ ca: join(foreignDir, 'ca.pem'), cert: join(foreignDir, `${role}.pem`), key: join(foreignDir, `${role}.key`) });
+  const stranger = await linkAnswer({ ...foreign('gateway'), ca: tlsFiles('gateway').ca });
+  assert.equal(stranger.closed, true);
+  assert.equal(stranger.got.length, 0);
+  const plain = await linkAnswer({});
+  assert.equal(plain.closed, true);
+  assert.equal(plain.got.length, 0);
+});
+
 test('a private key readable by others is refused at start, with the fix', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'relay-open-key-'));
   try {
@@ -113,7 +152,7 @@ test('a private key readable by others is refused at start, with the fix', async
     copyFileSync(files.key, join(dir, 'router.key'));
     chmodSync(join(dir, 'router.key'), 0o644);
     const router = startProcess('router-open-key', join(binDir, 'relay-router'), [
-      '--listen=127.0.0.1:0', `--grpc_tls_ca=${files.ca}`, `--grpc_tls_cert=${files.cert}`, `--grpc_tls_key=${join(dir, 'router.key')}`]);
+      '--listen=127.0.0.1:0', '--link_listen=127.0.0.1:0', `--grpc_tls_ca=${files.ca}`, `--grpc_tls_cert=${files.cert}`, `--grpc_tls_key=${join(dir, 'router.key')}`]);
     await router.exitPromise;
     assert.notEqual(router.exitCode, 0);
     assert.ok(router.lines.some((l) => /readable by other users; run: chmod 600/.test(l)), router.lines.join('\n'));
@@ -123,7 +162,7 @@ test('a private key readable by others is refused at start, with the fix', async
 });
 
 test('without TLS flags a service warns loudly at start, and serves plaintext callers', async () => {
-  const router = startProcess('router-plaintext', join(binDir, 'relay-router'), ['--listen=127.0.0.1:0'], {
+  const router = startProcess('router-plaintext', join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--link_listen=127.0.0.1:0'], {
     env: { RELAY_GRPC_TLS_CA: '', RELAY_GRPC_TLS_CERT: '', RELAY_GRPC_TLS_KEY: '' },
   });
   try {

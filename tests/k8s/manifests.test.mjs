@@ -96,12 +96,17 @@ test('each service mounts only its own secrets, and reads its keys from a privat
   }
 });
 
-test('the gRPC ports admit only gateways and operators; the Ingress serves /mcp only, unbuffered', () => {
+test('the gRPC ports admit only gateways and operators, the link port gateways only; the Ingress serves /mcp only, unbuffered', () => {
   assert.ok(find('NetworkPolicy', 'default-deny-ingress'));
   for (const [name, port] of [['router-grpc', 7001], ['authsvc-grpc', 7002]]) {
     const rule = find('NetworkPolicy', name).spec.ingress.find((r) => r.ports.some((p) => p.port === port));
     assert.deepEqual(rule.from.map((f) => f.podSelector.matchLabels), [{ app: 'gateway' }, { 'relay.example.com/role': 'operator' }]);
   }
+  // The routers' link port: gateways only, and the routers listen on it.
+  const link = find('NetworkPolicy', 'router-grpc').spec.ingress.find((r) => r.ports.some((p) => p.port === 7003));
+  assert.deepEqual(link.from.map((f) => f.podSelector.matchLabels), [{ app: 'gateway' }]);
+  const router = find('StatefulSet', 'router').spec.template.spec.containers[0];
+  assert.equal(router.env.find((e) => e.name === 'RELAY_LINK_LISTEN').value, '0.0.0.0:7003');
   const ingress = find('Ingress', 'relay');
   const paths = ingress.spec.rules.flatMap((r) => r.http.paths);
   assert.deepEqual(paths.map((p) => [p.path, p.pathType, p.backend.service.name]), [['/mcp', 'Exact', 'gateway']]);

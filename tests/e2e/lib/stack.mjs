@@ -229,9 +229,10 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     }
 
     for (let i = 0; i < routers; i++) {
-      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router'), ...routerArgs]);
+      const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--link_listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router'), ...routerArgs]);
       stack.procs.push(router);
       router.port = await router.listeningPort();
+      router.linkPort = Number((await router.waitForLine((l) => /"msg":"links listening".*"port":(\d+)/.exec(l), 'router link port'))[1]);
       const metrics = await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'router metrics port');
       router.metricsUrl = `http://127.0.0.1:${metrics[1]}/metrics`;
       stack.routers.push(router);

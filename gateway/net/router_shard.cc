@@ -1,4 +1,4 @@
-#include "gateway/rpc/router_shard.h"
+#include "gateway/net/router_shard.h"
 
 #include <algorithm>
 #include <utility>
@@ -62,33 +62,99 @@ ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
 
 }  // namespace
 
+// One OpenLink call in flight: deletes itself once answered.
+class RouterShard::Admission final : public common::CqTag {
+ public:
+  Admission(RouterShard& shard, relay::v1::Router::Stub& stub, grpc::CompletionQueue* cq)
+      : shard_(shard) {
+    // Not wait_for_ready: a router that is down is tried again on the
+    // shard's backoff, and says why meanwhile.
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    reader_ = stub.AsyncOpenLink(&context_, relay::v1::OpenLinkRequest(), cq);
+    reader_->Finish(&response_, &status_, static_cast<common::CqTag*>(this));
+  }
+  void Proceed(bool) override {
+    shard_.OnAdmitted(status_, response_.port());
+    delete this;
+  }
+
+ private:
+  RouterShard& shard_;
+  grpc::ClientContext context_;
+  relay::v1::OpenLinkResponse response_;
+  grpc::Status status_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<relay::v1::OpenLinkResponse>> reader_;
+};
+
 RouterShard::RouterShard(size_t index, const std::string& address, const common::GrpcTls& tls,
-                         std::string gateway_id, RouterCommandSink& sink,
-                         std::atomic<uint64_t>& next_ref, common::CqLoop& loop,
-                         const Deferrer& defer)
-    : index_(index), address_(address), gateway_id_(std::move(gateway_id)), sink_(sink),
-      next_ref_(next_ref), loop_(loop), defer_(defer),
-      stub_(relay::v1::Router::NewStub(MakeChannel(address, tls))) {}
+                         std::shared_ptr<common::LinkTls> link_tls, std::string gateway_id,
+                         RouterCommandSink& sink, std::atomic<uint64_t>& next_ref,
+                         common::CqLoop& loop, boost::asio::io_context& io)
+    : index_(index), address_(address), link_tls_(std::move(link_tls)),
+      gateway_id_(std::move(gateway_id)), sink_(sink), next_ref_(next_ref), loop_(loop), io_(io),
+      stub_(relay::v1::Router::NewStub(MakeChannel(address, tls))) {
+  auto parts = common::SplitHostPort(address);
+  host_ = parts.ok() ? parts->first : address;
+}
 
 void RouterShard::Link() {
-  RouterLink* link;
-  {
+  absl::MutexLock lock(&mu_);
+  alarm_pending_ = false;
+  if (stopping_) {
+    return;
+  }
+  admitting_ = true;
+  new Admission(*this, *stub_, loop_.cq());
+}
+
+void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
+  if (!status.ok() || port == 0) {
+    absl::Status why = status.ok() ? absl::UnavailableError("the router named no link port")
+                                   : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                                                  status.error_message());
+    LogDown(why);
     absl::MutexLock lock(&mu_);
-    alarm_pending_ = false;
+    admitting_ = false;
     if (stopping_) {
       return;
     }
-    // Published, with its hello first in its queue, before the stream
-    // starts: nothing it does can run before link_ names it.
-    link = new RouterLink(*this, *stub_, loop_, defer_);
+    backoff_ = why.code() == absl::StatusCode::kUnavailable ||
+                       why.code() == absl::StatusCode::kDeadlineExceeded
+                   ? std::clamp(backoff_ * 2, absl::Milliseconds(100), absl::Seconds(1))
+                   : absl::Seconds(1);
+    ScheduleRelinkLocked();
+    return;
+  }
+  std::shared_ptr<RouterLink> link;
+  {
+    absl::MutexLock lock(&mu_);
+    admitting_ = false;
+    if (stopping_) {
+      return;
+    }
+    // Published, with its hello first in its queue, before it connects:
+    // nothing it does can run before link_ names it.
+    link = std::make_shared<RouterLink>(*this, io_, link_tls_);
     link_ = link;
     GatewayEvent hello;
     hello.mutable_hello()->set_gateway_id(gateway_id_);
     link->Send(std::move(hello));
   }
-  link->Start();
+  link->Connect(host_, std::to_string(port));
   // Announces this gateway's tabs of this shard; they queue behind the hello.
   sink_.OnLinkUp(index_);
+}
+
+void RouterShard::LogDown(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    std::string reason(status.message());
+    if (stopping_ || reason == last_down_) {
+      return;
+    }
+    last_down_ = std::move(reason);
+  }
+  common::LogWarn("router link ended", {{"router", address_}, {"error", status.message()}});
 }
 
 bool RouterShard::Send(GatewayEvent&& event) {
@@ -241,11 +307,11 @@ void RouterShard::OnCallDone(relay::v1::CallDone& done) {
   }
 }
 
-void RouterShard::OnLinkEnded(RouterLink* link, const grpc::Status& status) {
+void RouterShard::OnLinkEnded(RouterLink* link, const absl::Status& status) {
   bool stopping;
   {
     absl::MutexLock lock(&mu_);
-    if (link_ == link) {
+    if (link_.get() == link) {
       up_.store(false);
     }
     stopping = stopping_;
@@ -261,29 +327,29 @@ void RouterShard::OnLinkEnded(RouterLink* link, const grpc::Status& status) {
     waiter->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
   }
   if (!stopping) {
-    common::LogWarn("router link ended",
-                    {{"router", address_}, {"error", status.error_message()}});
+    LogDown(status);
     sink_.OnLinkDown(index_);
   }
   // Last: Stop() waits for link_ to be cleared, and then the shard may go.
   absl::MutexLock lock(&mu_);
-  if (link_ == link) {
+  if (link_.get() == link) {
     link_ = nullptr;
   }
   if (stopping_) {
     return;
   }
-  backoff_ = backoff_ == absl::ZeroDuration() ? absl::Milliseconds(100)
-                                              : std::min(backoff_ * 2, absl::Seconds(1));
-  if (status.ok() || status.error_code() != grpc::StatusCode::UNAVAILABLE) {
-    backoff_ = absl::Milliseconds(100);
-  }
+  // A link that was up is tried again soon; one that could not connect, on
+  // the backoff.
+  backoff_ = status.code() == absl::StatusCode::kUnavailable && backoff_ != absl::ZeroDuration()
+                 ? std::min(backoff_ * 2, absl::Seconds(1))
+                 : absl::Milliseconds(100);
   ScheduleRelinkLocked();
 }
 
 void RouterShard::OnLinkEstablished() {
   absl::MutexLock lock(&mu_);
   backoff_ = absl::ZeroDuration();
+  last_down_.clear();
   up_.store(true);
 }
 
@@ -293,15 +359,12 @@ bool RouterShard::Flushed() {
 }
 
 void RouterShard::Stop() {
-  RouterLink* link;
+  std::shared_ptr<RouterLink> link;
   grpc::Alarm* alarm;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;  // from here no link or alarm is made
     link = link_;
-    if (link != nullptr) {
-      link->Ref();
-    }
     alarm = alarm_.get();
   }
   // Outside the lock: a cancel may run the reactions it causes at once.
@@ -309,13 +372,12 @@ void RouterShard::Stop() {
     alarm->Cancel();
   }
   if (link != nullptr) {
-    link->Cancel();
-    link->Unref();
+    link->Close(absl::CancelledError("the gateway is stopping"));
   }
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](RouterShard* shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard->mu_) {
-        return shard->link_ == nullptr && !shard->alarm_pending_;
+        return shard->link_ == nullptr && !shard->alarm_pending_ && !shard->admitting_;
       },
       this));
 }

@@ -1,6 +1,8 @@
 // The gateway's router client: one RouterShard per shard address, each account
 // on the shard that rendezvous hashing picks (ShardPicker, the same choice on
 // every gateway).
+#include "gateway/net/link_router_client.h"
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -8,30 +10,29 @@
 #include <vector>
 
 #include "gateway/core/shard_picker.h"
-#include "gateway/rpc/grpc_clients.h"
-#include "gateway/rpc/router_shard.h"
+#include "gateway/net/router_shard.h"
 
 namespace relay::gateway {
 namespace {
 
 using relay::v1::GatewayEvent;
 
-class GrpcRouterClient final : public RouterClient {
+class LinkRouterClient final : public RouterClient {
  public:
-  GrpcRouterClient(const std::vector<std::string>& addresses, const common::GrpcTls& tls,
-                   std::string gateway_id,
-                   RouterCommandSink& sink, common::CqLoop& loop, Deferrer defer)
-      : picker_(addresses), defer_(std::move(defer)) {
+  LinkRouterClient(const std::vector<std::string>& addresses, const common::GrpcTls& tls,
+                   std::shared_ptr<common::LinkTls> link_tls, std::string gateway_id,
+                   RouterCommandSink& sink, common::CqLoop& loop, boost::asio::io_context& io)
+      : picker_(addresses) {
     for (size_t i = 0; i < addresses.size(); ++i) {
-      shards_.push_back(std::make_unique<RouterShard>(i, addresses[i], tls, gateway_id, sink,
-                                                      next_ref_, loop, defer_));
+      shards_.push_back(std::make_unique<RouterShard>(i, addresses[i], tls, link_tls, gateway_id,
+                                                      sink, next_ref_, loop, io));
     }
     for (auto& shard : shards_) {
       shard->Link();
     }
   }
 
-  ~GrpcRouterClient() override {
+  ~LinkRouterClient() override {
     for (auto& shard : shards_) {
       shard->Stop();
     }
@@ -89,20 +90,21 @@ class GrpcRouterClient final : public RouterClient {
 
  private:
   ShardPicker picker_;
-  const Deferrer defer_;
   std::atomic<uint64_t> next_ref_{1};
   std::vector<std::unique_ptr<RouterShard>> shards_;
 };
 
 }  // namespace
 
-std::unique_ptr<RouterClient> NewGrpcRouterClient(const std::vector<std::string>& shards,
-                                                  const common::GrpcTls& tls,
-                                                  std::string gateway_id,
-                                                  RouterCommandSink& sink, common::CqLoop& loop,
-                                                  Deferrer defer) {
-  return std::make_unique<GrpcRouterClient>(shards, tls, std::move(gateway_id), sink, loop,
-                                            std::move(defer));
+absl::StatusOr<std::unique_ptr<RouterClient>> NewLinkRouterClient(
+    const std::vector<std::string>& shards, const common::GrpcTls& tls, std::string gateway_id,
+    RouterCommandSink& sink, common::CqLoop& loop, boost::asio::io_context& io) {
+  auto link_tls = common::LinkTls::Make(tls, common::LinkTls::Side::kClient);
+  if (!link_tls.ok()) {
+    return link_tls.status();
+  }
+  return std::make_unique<LinkRouterClient>(shards, tls, *std::move(link_tls), std::move(gateway_id),
+                                            sink, loop, io);
 }
 
 }  // namespace relay::gateway

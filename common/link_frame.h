@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace relay::common {
+
+// The links between gateways and router shards carry frames: a 4-byte
+// big-endian length, then that many bytes (one serialised batch). Plain C++,
+// no sockets.
+inline constexpr size_t kLinkFrameHeaderBytes = 4;
+// A batch may hold a 16 MiB tab message (re-serialised) beside others; a frame
+// beyond this ends the link (the peer is not one of ours, or is broken).
+inline constexpr size_t kMaxLinkFrameBytes = 64 << 20;
+
+// Appends the header of a frame of `length` bytes to out.
+void AppendLinkFrameHeader(size_t length, std::string& out);
+
+// Appends message (a protobuf message) as one frame.
+template <typename Message>
+void AppendLinkFrame(const Message& message, std::string& out) {
+  const size_t length = message.ByteSizeLong();
+  AppendLinkFrameHeader(length, out);
+  const size_t at = out.size();
+  out.resize(at + length);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&out[at]));
+}
+
+// Cuts the bytes read from a link into frames. Read into Prepare(), Commit()
+// what arrived, then take frames with Next() until it returns false; a frame
+// stays valid until the next Prepare().
+class LinkFrameReader {
+ public:
+  explicit LinkFrameReader(size_t max_frame = kMaxLinkFrameBytes) : max_frame_(max_frame) {}
+
+  // Room for at least min_bytes more (the frame being read may ask for more).
+  absl::Span<char> Prepare(size_t min_bytes = 64 << 10);
+  void Commit(size_t bytes) { end_ += bytes; }
+  // The next whole frame, if one has arrived; an error if a frame announces
+  // more than max_frame bytes (nothing more can be read from that link).
+  absl::StatusOr<bool> Next(absl::string_view& frame);
+  // Bytes held (buffered, whether framed or not).
+  size_t capacity() const { return buffer_.size(); }
+
+ private:
+  const size_t max_frame_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;  // the first byte not yet taken as a frame
+  size_t end_ = 0;    // the end of what was read
+  size_t want_ = 0;   // the bytes the frame at begin_ needs in all (0: unknown)
+};
+
+}  // namespace relay::common

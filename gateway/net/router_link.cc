@@ -1,0 +1,71 @@
+#include "gateway/net/router_link.h"
+
+#include <utility>
+
+#include "common/link_frame.h"
+#include "common/log.h"
+
+namespace relay::gateway {
+
+bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
+  size_t bytes = event.ByteSizeLong();
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) {
+      return false;
+    }
+    if (!queue_.Push(std::move(event), bytes)) {
+      common::LogWarn("router not reading its link; ending it");
+      closed_ = true;
+      Close(absl::ResourceExhaustedError("the router is not reading the link"));
+      return false;
+    }
+  }
+  Wake();
+  return true;
+}
+
+bool RouterLink::Flushed() {
+  absl::MutexLock lock(&mu_);
+  return closed_ || (queue_.empty() && !writing());
+}
+
+absl::Status RouterLink::OnFrame(absl::string_view frame) {
+  if (!accepted_) {
+    // The router's first frame, empty: it has admitted this gateway.
+    accepted_ = true;
+    owner_.OnLinkEstablished();
+    if (frame.empty()) {
+      return absl::OkStatus();
+    }
+  }
+  if (!in_.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+    return absl::InvalidArgumentError("the router sent a frame that is not a RouterBatch");
+  }
+  owner_.OnBatch(in_);
+  in_.Clear();
+  return absl::OkStatus();
+}
+
+bool RouterLink::FillWrite(std::string& out) {
+  absl::MutexLock lock(&mu_);
+  while (out.size() < kLinkBatchBytes) {
+    relay::v1::GatewayBatch* batch = queue_.Next();
+    if (batch == nullptr) {
+      break;
+    }
+    common::AppendLinkFrame(*batch, out);
+    queue_.Written();
+  }
+  return !out.empty();
+}
+
+void RouterLink::OnClosed(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  owner_.OnLinkEnded(this, status);
+}
+
+}  // namespace relay::gateway
