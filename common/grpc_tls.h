@@ -30,6 +30,7 @@ struct GrpcTls {
 // The role names.
 inline constexpr absl::string_view kRoleGateway = "gateway";
 inline constexpr absl::string_view kRoleOperator = "operator";
+inline constexpr absl::string_view kRoleRouter = "router";
 
 // From --grpc_tls_ca, --grpc_tls_cert and --grpc_tls_key: all three, or none
 // (plaintext, with a warning from WarnIfPlaintext). The key file must be

@@ -2,6 +2,8 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -40,6 +42,8 @@ namespace {
 
 // Connecting, or a client's handshake, may take this long.
 constexpr auto kOpenTimeout = std::chrono::seconds(10);
+// Links (and handshakes under way) a listener holds at once.
+constexpr size_t kMaxLinks = 1024;
 
 // A dead peer of a long-lived link is noticed within seconds, idle or not
 // (the kernel probes an idle link; unacknowledged data gives up after 20 s).
@@ -162,6 +166,9 @@ std::string LinkChannel::peer() const {
 
 void LinkChannel::Connect(const std::string& host, const std::string& port) {
   asio::dispatch(io_->io, [self = shared_from_this(), host, port] {
+    if (self->closed_) {
+      return;  // closed before it began
+    }
     Io& io = *self->io_;
     io.host = host;
     io.timer.expires_after(kOpenTimeout);
@@ -231,6 +238,7 @@ void LinkChannel::Handshake(bool server) {
 
 void LinkChannel::Opened() {
   open_ = true;
+  fd_.store(io_->socket.native_handle(), std::memory_order_release);
   io_->timer.cancel();
   if (absl::Status opened = OnOpened(); !opened.ok()) {
     return CloseNow(std::move(opened));
@@ -315,6 +323,12 @@ void LinkChannel::WriteRound() {
   });
 }
 
+bool LinkChannel::Delivered() const {
+  const int fd = fd_.load(std::memory_order_acquire);
+  int unacknowledged = 0;
+  return fd < 0 || ::ioctl(fd, SIOCOUTQ, &unacknowledged) != 0 || unacknowledged == 0;
+}
+
 void LinkChannel::Close(absl::Status why) {
   asio::post(io_->io, [self = shared_from_this(), why = std::move(why)]() mutable {
     self->CloseNow(std::move(why));
@@ -326,6 +340,7 @@ void LinkChannel::CloseNow(absl::Status why) {
     return;
   }
   closed_ = true;
+  fd_.store(-1, std::memory_order_release);
   Io& io = *io_;
   io.timer.cancel();
   io.resolver.cancel();
@@ -409,6 +424,14 @@ void LinkListener::Accept() {
     }
     std::vector<std::weak_ptr<LinkChannel>>& channels = state_->channels;
     std::erase_if(channels, [](const std::weak_ptr<LinkChannel>& c) { return c.expired(); });
+    if (channels.size() >= kMaxLinks) {
+      // Gateways are few; thousands of connections are someone else's.
+      LogWarn("too many links open; closing a new one", {{"links", static_cast<int64_t>(channels.size())}});
+      error_code ignored;
+      channel->io_->socket.close(ignored);
+      Accept();
+      return;
+    }
     channels.push_back(channel);
     channel->Adopt();
     Accept();

@@ -61,6 +61,9 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   void Close(absl::Status why);
   // A write is in flight.
   bool writing() const { return writing_.load(std::memory_order_acquire); }
+  // Any thread: everything written has been acknowledged by the peer's
+  // kernel (or the channel is closed), so that closing it now loses nothing.
+  bool Delivered() const;
 
  protected:
   // tls: null for plaintext.
@@ -104,11 +107,13 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   bool write_in_flight_ = false;
   std::atomic<bool> wake_posted_{false};
   std::atomic<bool> writing_{false};
+  std::atomic<int> fd_{-1};  // the socket while open, for Delivered()
 };
 
 // Accepts links on one address, on a thread of its own, and hands each to a
 // channel from make() once its TLS handshake is done. A client that does not
-// finish its handshake within 10 s is dropped.
+// finish its handshake within 10 s is dropped, and beyond 1,024 links open at
+// once a new one is closed at once.
 class LinkListener {
  public:
   using Factory = std::function<std::shared_ptr<LinkChannel>(boost::asio::io_context& io)>;

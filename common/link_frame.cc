@@ -1,6 +1,7 @@
 #include "common/link_frame.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -22,13 +23,18 @@ absl::Span<char> LinkFrameReader::Prepare(size_t min_bytes) {
     end_ -= begin_;
     begin_ = 0;
   }
-  size_t need = std::max(end_ + min_bytes, want_);
-  if (buffer_.size() < need) {
-    buffer_.resize(std::max(need, buffer_.size() * 2));
-  } else if (end_ == 0 && buffer_.size() > 4 * min_bytes && want_ == 0) {
+  size_t target = end_ + min_bytes;
+  if (want_ > target) {
+    // A large frame: its memory is taken as its bytes arrive, doubling, never
+    // on the word of its header alone.
+    target = std::min(want_, std::max(target, 2 * end_));
+  }
+  if (buffer_.size() > 4 * min_bytes && target <= 2 * min_bytes) {
     // A large frame has passed: give its memory back (an idle link holds little).
-    buffer_.resize(min_bytes);
-    buffer_.shrink_to_fit();
+    std::vector<char>(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(end_)).swap(buffer_);
+  }
+  if (buffer_.size() < target) {
+    buffer_.resize(target);
   }
   return absl::Span<char>(buffer_.data() + end_, buffer_.size() - end_);
 }

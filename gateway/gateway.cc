@@ -128,6 +128,9 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   state.streams = &p.streams;
 
   p.grpc_loop.Start();
+  // The I/O threads run first: the shards' links live on the first, and the
+  // router client, if this start fails further on, waits there for them to end.
+  p.io.Run();
   p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop);
   auto router = NewLinkRouterClient(p.config.routers, p.config.grpc_tls, state.gateway_id,
                                     p.commands, p.grpc_loop, p.io.First());
@@ -146,7 +149,6 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   p.listener = *std::move(listener);
   p.listener->Run();
   p.WatchCatalogue();
-  p.io.Run();
   return std::unique_ptr<Gateway>(new Gateway(std::move(parts)));
 }
 

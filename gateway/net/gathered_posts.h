@@ -9,7 +9,7 @@
 
 namespace relay::gateway {
 
-// While the gRPC thread hands out one batch of a router link, the work it
+// While the links' thread hands out one batch of a router link, the work it
 // posts to the I/O threads is gathered and goes as one handler per I/O thread
 // when the batch is done: each thread is woken once per batch, not once per
 // command, and runs the batch's work in the order it was posted.

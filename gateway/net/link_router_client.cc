@@ -9,6 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/link_channel.h"
 #include "gateway/core/shard_picker.h"
 #include "gateway/net/router_shard.h"
 
@@ -99,6 +102,14 @@ class LinkRouterClient final : public RouterClient {
 absl::StatusOr<std::unique_ptr<RouterClient>> NewLinkRouterClient(
     const std::vector<std::string>& shards, const common::GrpcTls& tls, std::string gateway_id,
     RouterCommandSink& sink, common::CqLoop& loop, boost::asio::io_context& io) {
+  for (const std::string& shard : shards) {
+    // The link dials the same host: a plain host:port, not a gRPC target URI.
+    auto parts = common::SplitHostPort(shard);
+    if (!parts.ok() || parts->first.empty() || absl::StrContains(shard, '/')) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--router_addrs: \"", shard, "\" is not host:port (e.g. router-0.router:7001)"));
+    }
+  }
   auto link_tls = common::LinkTls::Make(tls, common::LinkTls::Side::kClient);
   if (!link_tls.ok()) {
     return link_tls.status();

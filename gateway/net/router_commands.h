@@ -15,8 +15,9 @@ class AgentStream;
 class TabSession;
 
 // The one place where the routers' commands are told apart on the gateway:
-// each is posted to the I/O thread of the tab or stream it is for. Runs on the
-// gateway's one gRPC thread (the gathering below relies on there being one).
+// each is posted to the I/O thread of the tab or stream it is for. Commands
+// and link ends come on the links' thread (the first I/O thread; the gathering
+// below relies on there being one), link starts on the gRPC thread.
 class RouterCommands final : public RouterCommandSink {
  public:
   // link_downs counts the ends of shards' links (relay_gateway_router_link_downs_total).
@@ -39,7 +40,7 @@ class RouterCommands final : public RouterCommandSink {
   EndedSessions& ended_;
   common::Counter& link_downs_;
   std::atomic<bool> ready_{false};
-  // Open while the gRPC thread hands out a batch (that thread alone touches it).
+  // Open while the links' thread hands out a batch (that thread alone touches it).
   std::optional<GatheredPosts> gathered_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/grpc_tls.h"
 #include "common/link_frame.h"
 #include "common/log.h"
 
@@ -27,7 +29,17 @@ bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
 
 bool RouterLink::Flushed() {
   absl::MutexLock lock(&mu_);
-  return closed_ || (queue_.empty() && !writing());
+  return closed_ || (queue_.empty() && !writing() && Delivered());
+}
+
+absl::Status RouterLink::OnOpened() {
+  // The server's certificate names the host dialled; its role must be a
+  // router's too (authsvc's names the same hosts).
+  if (tls() && peer_role() != common::kRoleRouter) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the link's peer is not a router: its certificate's common name is \"", peer_role(), "\""));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RouterLink::OnFrame(absl::string_view frame) {

@@ -48,11 +48,12 @@ class RouterLink final : public common::LinkChannel {
 
   // Any thread. False once the link has ended: the event is dropped.
   bool Send(relay::v1::GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_);
-  // Nothing queued, and no write in flight.
+  // Nothing queued, no write in flight, and what was written acknowledged:
+  // the drain may close it.
   bool Flushed() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  absl::Status OnOpened() override { return absl::OkStatus(); }
+  absl::Status OnOpened() override;
   absl::Status OnFrame(absl::string_view frame) override;
   bool FillWrite(std::string& out) override ABSL_LOCKS_EXCLUDED(mu_);
   void OnClosed(const absl::Status& status) override ABSL_LOCKS_EXCLUDED(mu_);

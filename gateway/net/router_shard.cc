@@ -118,6 +118,8 @@ void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
     if (stopping_) {
       return;
     }
+    // A router that is down or slow is tried again on a doubling backoff;
+    // one that refuses (this gateway's certificate), once a second.
     backoff_ = why.code() == absl::StatusCode::kUnavailable ||
                        why.code() == absl::StatusCode::kDeadlineExceeded
                    ? std::clamp(backoff_ * 2, absl::Milliseconds(100), absl::Seconds(1))
@@ -128,8 +130,8 @@ void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
   std::shared_ptr<RouterLink> link;
   {
     absl::MutexLock lock(&mu_);
-    admitting_ = false;
     if (stopping_) {
+      admitting_ = false;
       return;
     }
     // Published, with its hello first in its queue, before it connects:
@@ -143,6 +145,9 @@ void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
   link->Connect(host_, std::to_string(port));
   // Announces this gateway's tabs of this shard; they queue behind the hello.
   sink_.OnLinkUp(index_);
+  // Last: Stop() waits for this, and then the shard may go.
+  absl::MutexLock lock(&mu_);
+  admitting_ = false;
 }
 
 void RouterShard::LogDown(const absl::Status& status) {
@@ -269,7 +274,7 @@ void RouterShard::CancelAll(RouterClient::CancelReason reason) {
 
 void RouterShard::OnBatch(RouterBatch& batch) {
   // Closed however the loop ends: a batch left open would hold back every
-  // later post of the gRPC thread.
+  // later post of the links' thread.
   struct Scope {
     explicit Scope(RouterCommandSink& sink) : sink(sink) { sink.BeginBatch(); }
     ~Scope() { sink.EndBatch(); }
@@ -338,17 +343,19 @@ void RouterShard::OnLinkEnded(RouterLink* link, const absl::Status& status) {
   if (stopping_) {
     return;
   }
-  // A link that was up is tried again soon; one that could not connect, on
-  // the backoff.
-  backoff_ = status.code() == absl::StatusCode::kUnavailable && backoff_ != absl::ZeroDuration()
-                 ? std::min(backoff_ * 2, absl::Seconds(1))
-                 : absl::Milliseconds(100);
+  // A link that held a while (the router restarted, say) is tried again
+  // soon; one that never opened or failed at once, on a backoff doubling to
+  // 1 s, so that a shard that admits but whose link fails is not hammered.
+  const bool held = absl::Now() - established_at_ >= absl::Seconds(5);
+  established_at_ = absl::InfiniteFuture();
+  backoff_ = held ? absl::Milliseconds(100)
+                  : std::clamp(backoff_ * 2, absl::Milliseconds(100), absl::Seconds(1));
   ScheduleRelinkLocked();
 }
 
 void RouterShard::OnLinkEstablished() {
   absl::MutexLock lock(&mu_);
-  backoff_ = absl::ZeroDuration();
+  established_at_ = absl::Now();
   last_down_.clear();
   up_.store(true);
 }

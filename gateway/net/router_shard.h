@@ -114,6 +114,8 @@ class RouterShard final : public RouterLinkOwner {
   std::atomic<bool> up_{false};
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  // When the current link was admitted by the router (future: not yet).
+  absl::Time established_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   std::mt19937 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};

@@ -79,5 +79,18 @@ TEST(LinkFrameTest, MemoryOfALargeFrameIsGivenBack) {
   EXPECT_LE(reader.capacity(), size_t{64 << 10});
 }
 
+TEST(LinkFrameTest, AHeaderAloneDoesNotTakeTheFramesMemory) {
+  LinkFrameReader reader;
+  std::string header;
+  AppendLinkFrameHeader(60 << 20, header);
+  absl::Span<char> room = reader.Prepare();
+  std::memcpy(room.data(), header.data(), header.size());
+  reader.Commit(header.size());
+  absl::string_view frame;
+  ASSERT_FALSE(*reader.Next(frame));
+  reader.Prepare();
+  EXPECT_LE(reader.capacity(), size_t{128 << 10});
+}
+
 }  // namespace
 }  // namespace relay::common

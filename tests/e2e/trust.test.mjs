@@ -196,3 +196,12 @@ test('a secret file readable by others, or too short, is refused at start with t
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a gRPC target URI in --router_addrs is refused at start, with the form to use', async () => {
+  const gw = startProcess('gateway-uri', join(binDir, 'relay-gateway'), [
+    '--listen=127.0.0.1:0', `--router_addrs=dns:///127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
+    `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`, ...tlsArgs('gateway')]);
+  await gw.exitPromise;
+  assert.notEqual(gw.exitCode, 0);
+  assert.ok(gw.lines.some((l) => /--router_addrs: .*is not host:port/.test(l)), gw.lines.join('\n'));
+});
