@@ -106,8 +106,9 @@ test("an operator's certificate may not open a link or verify tokens: a gateway 
 });
 
 // What the router's link port says to a client holding files (an empty object: plaintext):
-// the bytes it sent before it closed, or, if it did not close, once 4 bytes came.
-async function linkAnswer(files) {
+// the bytes it sent before it closed, or, if it did not close, once 4 bytes came. With then,
+// once 4 bytes came, then(socket) runs and the answer waits for the close.
+async function linkAnswer(files, then) {
   const { readFileSync } = await import('node:fs');
   const net = await import('node:net');
   const tls = await import('node:tls');
@@ -119,7 +120,8 @@ async function linkAnswer(files) {
       : net.connect({ host: '127.0.0.1', port }, () => socket.write('GET / HTTP/1.1\r\n\r\n'));
     socket.on('data', (d) => {
       got = Buffer.concat([got, d]);
-      if (got.length >= 4) { socket.destroy(); resolve({ closed: false, got }); }
+      if (got.length >= 4 && !then) { socket.destroy(); resolve({ closed: false, got }); }
+      if (got.length >= 4 && then && !socket.thenRan) { socket.thenRan = true; then(socket); }
     });
     socket.on('error', () => {});
     socket.on('close', () => resolve({ closed: true, got }));
@@ -143,6 +145,16 @@ test("the link port admits gateways' certificates only: an operator's, a strange
   const plain = await linkAnswer({});
   assert.equal(plain.closed, true);
   assert.equal(plain.got.length, 0);
+});
+
+test('a link frame that announces more than 64 MiB ends that link alone', async () => {
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(100 * 1024 * 1024);
+  const answer = await linkAnswer(tlsFiles('gateway'), (socket) => socket.write(header));
+  assert.equal(answer.closed, true);
+  await stack.routers[0].waitForLine((l) => l.includes('gateway unlinked') && l.includes('beyond the limit'), 'the router to end it');
+  // The stack's own gateways are still linked and ready.
+  for (const g of stack.gateways) assert.equal((await fetch(`http://127.0.0.1:${g.port}/readyz`)).status, 200);
 });
 
 test('a private key readable by others is refused at start, with the fix', async () => {
