@@ -157,7 +157,7 @@ function chart(series, file) {
 }
 
 async function compare() {
-  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean) });
+  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean), authsvcArgs: (process.env.BENCH_AUTHSVC_ARGS ?? '').split(' ').filter(Boolean) });
   const extra = [];
   try {
     const token = await stack.mintToken('bench');
@@ -233,8 +233,11 @@ async function compare() {
       }
       series.push({ name: s.name, points });
     }
-    const half = series[0].points[fractions.indexOf(0.5)];
-    console.log(`\nrelay at half its saturation (${Math.round(half.offered)} calls/s): p99 ${half.p99_ms.toFixed(2)} ms`);
+    console.log('');
+    for (const s of series) {
+      const half = s.points[fractions.indexOf(0.5)];
+      console.log(`${s.name} at half its saturation (${Math.round(half.offered)} calls/s): p50 ${half.p50_ms.toFixed(2)} ms, p99 ${half.p99_ms.toFixed(2)} ms`);
+    }
     const svg = join(opts.out, 'latency-vs-load.svg');
     chart(series, svg);
     console.log(`chart: ${svg.replace(repoRoot + '/', '')}`);

@@ -9,6 +9,11 @@
 
 namespace relay::common {
 
+namespace {
+// A link's read buffer keeps up to this much after a large frame: two batches.
+constexpr size_t kKeepBytes = 2 << 20;
+}  // namespace
+
 void AppendLinkFrameHeader(size_t length, std::string& out) {
   const uint32_t n = static_cast<uint32_t>(length);
   const char header[kLinkFrameHeaderBytes] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
@@ -29,8 +34,10 @@ absl::Span<char> LinkFrameReader::Prepare(size_t min_bytes) {
     // on the word of its header alone.
     target = std::min(want_, std::max(target, 2 * end_));
   }
-  if (buffer_.size() > 4 * min_bytes && target <= 2 * min_bytes) {
-    // A large frame has passed: give its memory back (an idle link holds little).
+  if (buffer_.size() > kKeepBytes && target <= kKeepBytes / 2) {
+    // A frame larger than a batch has passed: give its memory back. (Up to
+    // kKeepBytes stays: a busy link would otherwise reallocate for every
+    // batch, and a sanitizer build would hold each freed buffer for a while.)
     std::vector<char>(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(end_)).swap(buffer_);
   }
   if (buffer_.size() < target) {
