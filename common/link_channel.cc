@@ -351,7 +351,7 @@ void LinkChannel::CloseNow(absl::Status why) {
 }
 
 struct LinkListener::State {
-  asio::io_context io;
+  asio::io_context io{1};  // one thread runs it: no locking inside
   tcp::acceptor acceptor{io};
   asio::steady_timer backoff{io};
   std::shared_ptr<LinkTls> tls;
