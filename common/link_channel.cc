@@ -6,12 +6,15 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
-#include <optional>
+#include <cstring>
 #include <thread>
 #include <vector>
 #include <utility>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -22,9 +25,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -133,25 +135,82 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(absl::string_v
   return std::make_pair(std::string(host), std::string(address.substr(colon + 1)));
 }
 
+// OpenSSL runs straight on the non-blocking socket (no memory BIOs, no
+// composed operations): a read takes every record there is, a write goes out
+// inline from its handler, and Asio is only asked to wait for the socket to be
+// readable or writable again. (Through asio::ssl::stream each record cost two
+// handler hops and a read that found nothing; the links spent more on that
+// than on everything else they do.)
 struct LinkChannel::Io {
   explicit Io(asio::io_context& io) : io(io), socket(io), timer(io), resolver(io) {}
-  // Runs fn on whichever stream carries the link's bytes.
-  template <typename Fn>
-  void WithStream(Fn&& fn) {
-    if (tls) {
-      fn(*tls);
-    } else {
-      fn(socket);
+  ~Io() {
+    if (ssl != nullptr) {
+      SSL_free(ssl);
     }
   }
   asio::io_context& io;
   tcp::socket socket;
-  std::optional<ssl::stream<tcp::socket&>> tls;
+  SSL* ssl = nullptr;  // under TLS, once the handshake starts
   asio::steady_timer timer;  // the open deadline
   tcp::resolver resolver;
   LinkFrameReader reader;
   std::string host;  // client side: what the server's certificate must name
+  size_t written = 0;  // of the channel's out_
+  bool write_waiting = false;  // for the socket to take more
 };
+
+namespace {
+
+// What OpenSSL said went wrong, for a log line (no secret is in it).
+std::string SslError(SSL* ssl) {
+  if (long verify = SSL_get_verify_result(ssl); verify != X509_V_OK) {
+    return absl::StrCat("certificate: ", X509_verify_cert_error_string(verify));
+  }
+  unsigned long code = ERR_get_error();
+  if (code == 0) {
+    return errno != 0 ? std::string(std::strerror(errno)) : "the peer closed the connection";
+  }
+  char text[256];
+  ERR_error_string_n(code, text, sizeof(text));
+  return text;
+}
+
+// One read or write through OpenSSL or the plain socket.
+enum class IoResult { kDone, kWantRead, kWantWrite, kClosed, kError };
+
+IoResult Classify(SSL* ssl, int result) {
+  switch (SSL_get_error(ssl, result)) {
+    case SSL_ERROR_WANT_READ:
+      return IoResult::kWantRead;
+    case SSL_ERROR_WANT_WRITE:
+      return IoResult::kWantWrite;
+    case SSL_ERROR_ZERO_RETURN:
+      return IoResult::kClosed;
+    case SSL_ERROR_SYSCALL:
+      return ERR_peek_error() == 0 && (errno == 0 || errno == ECONNRESET) ? IoResult::kClosed
+                                                                          : IoResult::kError;
+    default:
+      return IoResult::kError;
+  }
+}
+
+IoResult Plain(ssize_t result) {
+  if (result > 0) {
+    return IoResult::kDone;
+  }
+  if (result == 0) {
+    return IoResult::kClosed;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    return IoResult::kWantRead;  // the caller knows which way it was going
+  }
+  return errno == ECONNRESET || errno == EPIPE ? IoResult::kClosed : IoResult::kError;
+}
+
+// A read takes this much before letting the thread's other work run.
+constexpr size_t kReadTurnBytes = 1 << 20;
+
+}  // namespace
 
 LinkChannel::LinkChannel(asio::io_context& io, std::shared_ptr<LinkTls> tls)
     : tls_(std::move(tls)), io_(std::make_unique<Io>(io)) {}
@@ -211,29 +270,58 @@ void LinkChannel::Adopt() {
 void LinkChannel::Handshake(bool server) {
   Io& io = *io_;
   SetLinkOptions(io.socket);
+  error_code ec;
+  io.socket.non_blocking(true, ec);
+  if (ec) {
+    return CloseNow(Unavailable("the link's socket", ec));
+  }
   if (!tls_) {
     return Opened();
   }
-  io.tls.emplace(io.socket, tls_->context().ssl);
-  if (!server) {
-    io.tls->set_verify_callback(ssl::host_name_verification(io.host));
-    error_code ignored;
-    asio::ip::make_address(io.host, ignored);
-    if (ignored) {  // a name, not an address: say which (SNI)
-      SSL_set_tlsext_host_name(io.tls->native_handle(), io.host.c_str());
+  io.ssl = SSL_new(tls_->context().ssl.native_handle());
+  if (io.ssl == nullptr || SSL_set_fd(io.ssl, io.socket.native_handle()) != 1) {
+    return CloseNow(absl::InternalError("the link's TLS could not start"));
+  }
+  SSL_set_mode(io.ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (server) {
+    SSL_set_accept_state(io.ssl);
+  } else {
+    SSL_set_connect_state(io.ssl);
+    // The server's certificate must name the host dialled.
+    asio::ip::make_address(io.host, ec);
+    if (ec) {
+      SSL_set_tlsext_host_name(io.ssl, io.host.c_str());  // a name: say which (SNI)
+      SSL_set1_host(io.ssl, io.host.c_str());
+    } else {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(io.ssl), io.host.c_str());
     }
   }
-  io.tls->async_handshake(server ? ssl::stream_base::server : ssl::stream_base::client,
-                          [self = shared_from_this()](error_code ec) {
-                            if (self->closed_) {
-                              return;
-                            }
-                            if (ec) {
-                              return self->CloseNow(Unavailable("the link's TLS handshake", ec));
-                            }
-                            self->peer_role_ = CommonName(self->io_->tls->native_handle());
-                            self->Opened();
-                          });
+  ContinueHandshake();
+}
+
+void LinkChannel::ContinueHandshake() {
+  Io& io = *io_;
+  ERR_clear_error();
+  errno = 0;
+  int result = SSL_do_handshake(io.ssl);
+  if (result == 1) {
+    peer_role_ = CommonName(io.ssl);
+    return Opened();
+  }
+  IoResult what = Classify(io.ssl, result);
+  if (what != IoResult::kWantRead && what != IoResult::kWantWrite) {
+    return CloseNow(absl::UnavailableError(absl::StrCat("the link's TLS handshake: ", SslError(io.ssl))));
+  }
+  io.socket.async_wait(what == IoResult::kWantRead ? tcp::socket::wait_read : tcp::socket::wait_write,
+                       [self = shared_from_this()](error_code ec) {
+                         if (self->closed_) {
+                           return;
+                         }
+                         if (ec) {
+                           return self->CloseNow(Unavailable("the link's TLS handshake", ec));
+                         }
+                         self->ContinueHandshake();
+                       });
 }
 
 void LinkChannel::Opened() {
@@ -248,37 +336,81 @@ void LinkChannel::Opened() {
 }
 
 void LinkChannel::ReadMore() {
-  absl::Span<char> room = io_->reader.Prepare();
-  io_->WithStream([&](auto& stream) {
-    stream.async_read_some(asio::buffer(room.data(), room.size()),
-                           [self = shared_from_this()](error_code ec, size_t bytes) {
-                             if (self->closed_) {
-                               return;
-                             }
-                             if (ec) {
-                               return self->CloseNow(
-                                   ec == asio::error::eof || ec == ssl::error::stream_truncated
-                                       ? absl::UnavailableError("the peer closed the link")
-                                       : Unavailable("reading the link", ec));
-                             }
-                             LinkFrameReader& reader = self->io_->reader;
-                             reader.Commit(bytes);
-                             for (;;) {
-                               absl::string_view frame;
-                               absl::StatusOr<bool> next = reader.Next(frame);
-                               if (!next.ok()) {
-                                 return self->CloseNow(next.status());
-                               }
-                               if (!*next) {
-                                 break;
-                               }
-                               if (absl::Status taken = self->OnFrame(frame); !taken.ok()) {
-                                 return self->CloseNow(std::move(taken));
-                               }
-                             }
-                             self->ReadMore();
-                           });
+  io_->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+    if (self->closed_) {
+      return;
+    }
+    if (ec) {
+      return self->CloseNow(Unavailable("reading the link", ec));
+    }
+    self->ReadReady();
   });
+}
+
+void LinkChannel::ReadReady() {
+  Io& io = *io_;
+  size_t taken = 0;
+  // Every record there is, until the socket has no more (the reactor reports
+  // a socket once per arrival, so a wait must not begin while bytes remain).
+  for (;;) {
+    absl::Span<char> room = io.reader.Prepare();
+    IoResult what;
+    size_t got = 0;
+    errno = 0;
+    if (io.ssl != nullptr) {
+      ERR_clear_error();
+      int result = SSL_read(io.ssl, room.data(), static_cast<int>(std::min<size_t>(room.size(), 1 << 30)));
+      what = result > 0 ? IoResult::kDone : Classify(io.ssl, result);
+      got = result > 0 ? static_cast<size_t>(result) : 0;
+    } else {
+      ssize_t result = ::recv(io.socket.native_handle(), room.data(), room.size(), 0);
+      what = Plain(result);
+      got = result > 0 ? static_cast<size_t>(result) : 0;
+    }
+    if (what == IoResult::kWantRead) {
+      return ReadMore();
+    }
+    if (what == IoResult::kWantWrite) {
+      // TLS wants to send before it reads on (a key update): once it can.
+      io.socket.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
+        if (!self->closed_) {
+          ec ? self->CloseNow(Unavailable("reading the link", ec)) : self->ReadReady();
+        }
+      });
+      return;
+    }
+    if (what == IoResult::kClosed) {
+      return CloseNow(absl::UnavailableError("the peer closed the link"));
+    }
+    if (what == IoResult::kError) {
+      return CloseNow(absl::UnavailableError(absl::StrCat(
+          "reading the link: ", io.ssl != nullptr ? SslError(io.ssl) : std::strerror(errno))));
+    }
+    io.reader.Commit(got);
+    for (;;) {
+      absl::string_view frame;
+      absl::StatusOr<bool> next = io.reader.Next(frame);
+      if (!next.ok()) {
+        return CloseNow(next.status());
+      }
+      if (!*next) {
+        break;
+      }
+      if (absl::Status taken_ok = OnFrame(frame); !taken_ok.ok()) {
+        return CloseNow(std::move(taken_ok));
+      }
+    }
+    taken += got;
+    if (taken >= kReadTurnBytes) {
+      // The rest after the thread's other work (not a wait: the bytes are there).
+      asio::post(io.io, [self = shared_from_this()] {
+        if (!self->closed_) {
+          self->ReadReady();
+        }
+      });
+      return;
+    }
+  }
 }
 
 void LinkChannel::Wake() {
@@ -294,33 +426,69 @@ void LinkChannel::Wake() {
 }
 
 void LinkChannel::WriteRound() {
-  if (!open_ || closed_ || write_in_flight_) {
+  Io& io = *io_;
+  if (!open_ || closed_ || io.write_waiting) {
     return;
   }
-  out_.clear();
-  if (out_.capacity() > (4 << 20)) {
-    out_.shrink_to_fit();  // a large batch has passed
-  }
-  // Set first: whoever sees the queue empty then sees the write too.
-  writing_.store(true, std::memory_order_release);
-  if (!FillWrite(out_)) {
-    writing_.store(false, std::memory_order_release);
-    return;
-  }
-  write_in_flight_ = true;
-  io_->WithStream([&](auto& stream) {
-    asio::async_write(stream, asio::buffer(out_), [self = shared_from_this()](error_code ec, size_t) {
-      self->write_in_flight_ = false;
-      self->writing_.store(false, std::memory_order_release);
-      if (self->closed_) {
+  for (;;) {
+    if (io.written == out_.size()) {
+      out_.clear();
+      io.written = 0;
+      if (out_.capacity() > (4 << 20)) {
+        out_.shrink_to_fit();  // a large batch has passed
+      }
+      // Set first: whoever sees the queue empty then sees the write too.
+      writing_.store(true, std::memory_order_release);
+      if (!FillWrite(out_)) {
+        writing_.store(false, std::memory_order_release);
         return;
       }
-      if (ec) {
-        return self->CloseNow(Unavailable("writing the link", ec));
+    }
+    // Written inline: the socket takes it at once unless its buffer is full.
+    const char* data = out_.data() + io.written;
+    const size_t left = out_.size() - io.written;
+    IoResult what;
+    size_t sent = 0;
+    errno = 0;
+    if (io.ssl != nullptr) {
+      ERR_clear_error();
+      int result = SSL_write(io.ssl, data, static_cast<int>(std::min<size_t>(left, 1 << 30)));
+      what = result > 0 ? IoResult::kDone : Classify(io.ssl, result);
+      sent = result > 0 ? static_cast<size_t>(result) : 0;
+    } else {
+      ssize_t result = ::send(io.socket.native_handle(), data, left, MSG_NOSIGNAL);
+      what = Plain(result);
+      if (what == IoResult::kWantRead) {
+        what = IoResult::kWantWrite;  // EAGAIN, going out
       }
-      self->WriteRound();
-    });
-  });
+      sent = result > 0 ? static_cast<size_t>(result) : 0;
+    }
+    if (what == IoResult::kDone) {
+      io.written += sent;
+      continue;
+    }
+    if (what == IoResult::kWantRead || what == IoResult::kWantWrite) {
+      io.write_waiting = true;
+      io.socket.async_wait(
+          what == IoResult::kWantRead ? tcp::socket::wait_read : tcp::socket::wait_write,
+          [self = shared_from_this()](error_code ec) {
+            self->io_->write_waiting = false;
+            if (self->closed_) {
+              return;
+            }
+            if (ec) {
+              return self->CloseNow(Unavailable("writing the link", ec));
+            }
+            self->WriteRound();
+          });
+      return;
+    }
+    return CloseNow(absl::UnavailableError(
+        what == IoResult::kClosed ? std::string("the peer closed the link")
+                                  : absl::StrCat("writing the link: ",
+                                                 io.ssl != nullptr ? SslError(io.ssl)
+                                                                   : std::strerror(errno))));
+  }
 }
 
 bool LinkChannel::Delivered() const {
@@ -347,6 +515,11 @@ void LinkChannel::CloseNow(absl::Status why) {
   error_code ignored;
   io.socket.shutdown(tcp::socket::shutdown_both, ignored);
   io.socket.close(ignored);
+  if (io.ssl != nullptr) {
+    // Gone with its socket: the descriptor's number may soon be another's.
+    SSL_free(io.ssl);
+    io.ssl = nullptr;
+  }
   OnClosed(why);
 }
 

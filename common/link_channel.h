@@ -93,18 +93,23 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   // On the channel's thread.
   void Adopt();  // server side: the socket is accepted
   void Handshake(bool server);
+  void ContinueHandshake();
   void Opened();
+  // Waits until the socket is readable, then ReadReady.
   void ReadMore();
+  // Reads until the socket has no more, handing out whole frames.
+  void ReadReady();
+  // Writes what FillWrite gives, inline, until nothing is left or the socket
+  // is full (then waits for it).
   void WriteRound();
   void CloseNow(absl::Status why);
 
   std::shared_ptr<LinkTls> tls_;
   std::unique_ptr<Io> io_;
   std::string peer_role_;
-  std::string out_;  // the write in flight
+  std::string out_;  // what is being written
   bool open_ = false;
   bool closed_ = false;
-  bool write_in_flight_ = false;
   std::atomic<bool> wake_posted_{false};
   std::atomic<bool> writing_{false};
   std::atomic<int> fd_{-1};  // the socket while open, for Delivered()
