@@ -120,6 +120,8 @@ absl::StatusOr<std::shared_ptr<LinkTls>> LinkTls::Make(const GrpcTls& tls, Side 
   // A server admits client certificates only, a client server certificates
   // only (make-certs.sh gives each its extended key usage).
   SSL_CTX_set_purpose(ctx.native_handle(), server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER);
+  // One recv takes every record there is, not a header and then a body each.
+  SSL_CTX_set_read_ahead(ctx.native_handle(), 1);
   return std::shared_ptr<LinkTls>(new LinkTls(std::move(context)));
 }
 
