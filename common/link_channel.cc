@@ -122,6 +122,10 @@ absl::StatusOr<std::shared_ptr<LinkTls>> LinkTls::Make(const GrpcTls& tls, Side 
   SSL_CTX_set_purpose(ctx.native_handle(), server ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER);
   // One recv takes every record there is, not a header and then a body each.
   SSL_CTX_set_read_ahead(ctx.native_handle(), 1);
+  // Both ends are ours: TLS 1.3 only (no renegotiation to reckon with). A peer
+  // that closes without close_notify (ours never send one) has closed.
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_3_VERSION);
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_IGNORE_UNEXPECTED_EOF);
   return std::shared_ptr<LinkTls>(new LinkTls(std::move(context)));
 }
 
@@ -165,16 +169,19 @@ namespace {
 
 // What OpenSSL said went wrong, for a log line (no secret is in it).
 std::string SslError(SSL* ssl) {
+  const int saved_errno = errno;
+  std::string said;
   if (long verify = SSL_get_verify_result(ssl); verify != X509_V_OK) {
-    return absl::StrCat("certificate: ", X509_verify_cert_error_string(verify));
+    said = absl::StrCat("certificate: ", X509_verify_cert_error_string(verify));
+  } else if (unsigned long code = ERR_get_error(); code != 0) {
+    char text[256];
+    ERR_error_string_n(code, text, sizeof(text));
+    said = text;
+  } else {
+    said = saved_errno != 0 ? std::string(std::strerror(saved_errno)) : "the peer closed the connection";
   }
-  unsigned long code = ERR_get_error();
-  if (code == 0) {
-    return errno != 0 ? std::string(std::strerror(errno)) : "the peer closed the connection";
-  }
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
+  ERR_clear_error();
+  return said;
 }
 
 // One read or write through OpenSSL or the plain socket.
@@ -189,8 +196,9 @@ IoResult Classify(SSL* ssl, int result) {
     case SSL_ERROR_ZERO_RETURN:
       return IoResult::kClosed;
     case SSL_ERROR_SYSCALL:
-      return ERR_peek_error() == 0 && (errno == 0 || errno == ECONNRESET) ? IoResult::kClosed
-                                                                          : IoResult::kError;
+      return ERR_peek_error() == 0 && (errno == 0 || errno == ECONNRESET || errno == EPIPE)
+                 ? IoResult::kClosed
+                 : IoResult::kError;
     default:
       return IoResult::kError;
   }
@@ -291,11 +299,14 @@ void LinkChannel::Handshake(bool server) {
     SSL_set_connect_state(io.ssl);
     // The server's certificate must name the host dialled.
     asio::ip::make_address(io.host, ec);
-    if (ec) {
-      SSL_set_tlsext_host_name(io.ssl, io.host.c_str());  // a name: say which (SNI)
-      SSL_set1_host(io.ssl, io.host.c_str());
-    } else {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(io.ssl), io.host.c_str());
+    const bool named =
+        ec ? SSL_set_tlsext_host_name(io.ssl, io.host.c_str()) == 1 &&  // a name: say which (SNI)
+                 SSL_set1_host(io.ssl, io.host.c_str()) == 1
+           : X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(io.ssl), io.host.c_str()) == 1;
+    if (!named) {
+      // Never fail open: without the host to check, any server certificate would pass.
+      return CloseNow(absl::InvalidArgumentError(
+          absl::StrCat("the router's host \"", io.host, "\" cannot be checked against its certificate")));
     }
   }
   ContinueHandshake();
@@ -333,8 +344,12 @@ void LinkChannel::Opened() {
   if (absl::Status opened = OnOpened(); !opened.ok()) {
     return CloseNow(std::move(opened));
   }
-  ReadMore();
   WriteRound();
+  if (!closed_) {
+    // A read first, not a wait: the handshake's last read may have taken the
+    // peer's first frames too (read-ahead), and they would wait in OpenSSL.
+    ReadReady();
+  }
 }
 
 void LinkChannel::ReadMore() {
@@ -352,8 +367,8 @@ void LinkChannel::ReadMore() {
 void LinkChannel::ReadReady() {
   Io& io = *io_;
   size_t taken = 0;
-  // Every record there is, until the socket has no more (the reactor reports
-  // a socket once per arrival, so a wait must not begin while bytes remain).
+  // Every record there is, until the socket has no more: a wait begun while
+  // OpenSSL holds records it has read ahead would never end.
   for (;;) {
     absl::Span<char> room = io.reader.Prepare();
     IoResult what;
@@ -510,6 +525,7 @@ void LinkChannel::CloseNow(absl::Status why) {
     return;
   }
   closed_ = true;
+  writing_.store(false, std::memory_order_release);
   fd_.store(-1, std::memory_order_release);
   Io& io = *io_;
   io.timer.cancel();

@@ -19,6 +19,9 @@ sigset_t StopSignals() {
 void BlockStopSignals() {
   sigset_t set = StopSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A write to a peer that has gone is an error to handle, not a reason to
+  // die: OpenSSL writes the links' sockets with write(), which would raise it.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 void WaitForStopSignal() {
