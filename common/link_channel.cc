@@ -325,16 +325,20 @@ void LinkChannel::ContinueHandshake() {
   if (what != IoResult::kWantRead && what != IoResult::kWantWrite) {
     return CloseNow(absl::UnavailableError(absl::StrCat("the link's TLS handshake: ", SslError(io.ssl))));
   }
-  io.socket.async_wait(what == IoResult::kWantRead ? tcp::socket::wait_read : tcp::socket::wait_write,
-                       [self = shared_from_this()](error_code ec) {
-                         if (self->closed_) {
-                           return;
-                         }
-                         if (ec) {
-                           return self->CloseNow(Unavailable("the link's TLS handshake", ec));
-                         }
-                         self->ContinueHandshake();
-                       });
+  WaitThen(what == IoResult::kWantRead, "the link's TLS handshake", &LinkChannel::ContinueHandshake);
+}
+
+void LinkChannel::WaitThen(bool readable, const char* doing, void (LinkChannel::*next)()) {
+  io_->socket.async_wait(readable ? tcp::socket::wait_read : tcp::socket::wait_write,
+                         [self = shared_from_this(), doing, next](error_code ec) {
+                           if (self->closed_) {
+                             return;
+                           }
+                           if (ec) {
+                             return self->CloseNow(Unavailable(doing, ec));
+                           }
+                           ((*self).*next)();
+                         });
 }
 
 void LinkChannel::Opened() {
@@ -352,17 +356,7 @@ void LinkChannel::Opened() {
   }
 }
 
-void LinkChannel::ReadMore() {
-  io_->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
-    if (self->closed_) {
-      return;
-    }
-    if (ec) {
-      return self->CloseNow(Unavailable("reading the link", ec));
-    }
-    self->ReadReady();
-  });
-}
+void LinkChannel::ReadMore() { WaitThen(/*readable=*/true, "reading the link", &LinkChannel::ReadReady); }
 
 void LinkChannel::ReadReady() {
   Io& io = *io_;
@@ -389,12 +383,7 @@ void LinkChannel::ReadReady() {
     }
     if (what == IoResult::kWantWrite) {
       // TLS wants to send before it reads on (a key update): once it can.
-      io.socket.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code ec) {
-        if (!self->closed_) {
-          ec ? self->CloseNow(Unavailable("reading the link", ec)) : self->ReadReady();
-        }
-      });
-      return;
+      return WaitThen(/*readable=*/false, "reading the link", &LinkChannel::ReadReady);
     }
     if (what == IoResult::kClosed) {
       return CloseNow(absl::UnavailableError("the peer closed the link"));
@@ -442,6 +431,11 @@ void LinkChannel::Wake() {
   });
 }
 
+void LinkChannel::WriteReady() {
+  io_->write_waiting = false;
+  WriteRound();
+}
+
 void LinkChannel::WriteRound() {
   Io& io = *io_;
   if (!open_ || closed_ || io.write_waiting) {
@@ -486,19 +480,7 @@ void LinkChannel::WriteRound() {
     }
     if (what == IoResult::kWantRead || what == IoResult::kWantWrite) {
       io.write_waiting = true;
-      io.socket.async_wait(
-          what == IoResult::kWantRead ? tcp::socket::wait_read : tcp::socket::wait_write,
-          [self = shared_from_this()](error_code ec) {
-            self->io_->write_waiting = false;
-            if (self->closed_) {
-              return;
-            }
-            if (ec) {
-              return self->CloseNow(Unavailable("writing the link", ec));
-            }
-            self->WriteRound();
-          });
-      return;
+      return WaitThen(what == IoResult::kWantRead, "writing the link", &LinkChannel::WriteReady);
     }
     return CloseNow(absl::UnavailableError(
         what == IoResult::kClosed ? std::string("the peer closed the link")

@@ -94,14 +94,17 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   void Adopt();  // server side: the socket is accepted
   void Handshake(bool server);
   void ContinueHandshake();
+  // Once the socket is readable (or writable), next; unless closed meanwhile.
+  void WaitThen(bool readable, const char* doing, void (LinkChannel::*next)());
   void Opened();
   // Waits until the socket is readable, then ReadReady.
   void ReadMore();
   // Reads until the socket has no more, handing out whole frames.
   void ReadReady();
   // Writes what FillWrite gives, inline, until nothing is left or the socket
-  // is full (then waits for it).
+  // is full (then waits for it, and WriteReady).
   void WriteRound();
+  void WriteReady();
   void CloseNow(absl::Status why);
 
   std::shared_ptr<LinkTls> tls_;

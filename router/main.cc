@@ -15,8 +15,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
-#include "router/rpc/admin_service.h"
 #include "router/net/gateway_links.h"
+#include "router/rpc/admin_service.h"
 #include "router/rpc/link_server.h"
 #include "router/rpc/router_hub.h"
 
