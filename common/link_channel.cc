@@ -161,7 +161,8 @@ struct LinkChannel::Io {
   tcp::resolver resolver;
   LinkFrameReader reader;
   std::string host;  // client side: what the server's certificate must name
-  size_t written = 0;  // of the channel's out_
+  std::string out;      // what is being written
+  size_t written = 0;   // of out
   bool write_waiting = false;  // for the socket to take more
 };
 
@@ -442,22 +443,22 @@ void LinkChannel::WriteRound() {
     return;
   }
   for (;;) {
-    if (io.written == out_.size()) {
-      out_.clear();
+    if (io.written == io.out.size()) {
+      io.out.clear();
       io.written = 0;
-      if (out_.capacity() > (4 << 20)) {
-        out_.shrink_to_fit();  // a large batch has passed
+      if (io.out.capacity() > (4 << 20)) {
+        io.out.shrink_to_fit();  // a large batch has passed
       }
       // Set first: whoever sees the queue empty then sees the write too.
       writing_.store(true, std::memory_order_release);
-      if (!FillWrite(out_)) {
+      if (!FillWrite(io.out)) {
         writing_.store(false, std::memory_order_release);
         return;
       }
     }
     // Written inline: the socket takes it at once unless its buffer is full.
-    const char* data = out_.data() + io.written;
-    const size_t left = out_.size() - io.written;
+    const char* data = io.out.data() + io.written;
+    const size_t left = io.out.size() - io.written;
     IoResult what;
     size_t sent = 0;
     errno = 0;

@@ -110,7 +110,6 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   std::shared_ptr<LinkTls> tls_;
   std::unique_ptr<Io> io_;
   std::string peer_role_;
-  std::string out_;  // what is being written
   bool open_ = false;
   bool closed_ = false;
   std::atomic<bool> wake_posted_{false};
