@@ -231,7 +231,7 @@ class McpDispatcher {
   const EndedSessions& ended_;
   DispatchOptions options_;
   RequestStateSigner states_;
-  std::string token_key_;  // keys TokenKey
+  common::HmacSha256Key token_key_;  // keys TokenKey
 };
 
 }  // namespace relay::gateway

@@ -360,7 +360,7 @@ std::string McpDispatcher::TokenKey(absl::string_view authorization) const {
   if (token.size() > 7 && absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ")) {
     token.remove_prefix(7);
   }
-  return common::HexEncode(common::HmacSha256(token_key_, token)).substr(0, 32);
+  return common::HexEncode(token_key_.Sign(token)).substr(0, 32);
 }
 
 bool McpDispatcher::PassesModern(const ForwardPlan& plan, absl::string_view message) const {

@@ -21,7 +21,7 @@ RequestStateSigner::RequestStateSigner(absl::string_view secret)
     : key_(common::HmacSha256(secret, "relay request state v1")) {}
 
 std::string RequestStateSigner::Mac(absl::string_view signed_part) const {
-  return absl::WebSafeBase64Escape(common::HmacSha256(key_, signed_part));
+  return absl::WebSafeBase64Escape(key_.Sign(signed_part));
 }
 
 std::string RequestStateSigner::Sign(const RequestState& state) const {

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/crypto.h"
 
 namespace relay::gateway {
 
@@ -44,7 +45,7 @@ class RequestStateSigner {
  private:
   std::string Mac(absl::string_view signed_part) const;
 
-  std::string key_;
+  common::HmacSha256Key key_;
 };
 
 }  // namespace relay::gateway

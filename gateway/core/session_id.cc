@@ -18,7 +18,7 @@ constexpr size_t kMaxIdLength = 1024;
 }  // namespace
 
 std::string SessionIdSigner::Mac(absl::string_view signed_part) const {
-  return absl::WebSafeBase64Escape(common::HmacSha256(secret_, signed_part));
+  return absl::WebSafeBase64Escape(key_.Sign(signed_part));
 }
 
 std::string SessionIdSigner::Issue(absl::string_view account) const {

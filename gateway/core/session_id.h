@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/crypto.h"
 
 namespace relay::gateway {
 
@@ -14,7 +15,7 @@ namespace relay::gateway {
 // id keeps working across restarts of every part. Visible ASCII only.
 class SessionIdSigner {
  public:
-  explicit SessionIdSigner(std::string secret) : secret_(std::move(secret)) {}
+  explicit SessionIdSigner(std::string secret) : secret_(std::move(secret)), key_(secret_) {}
 
   std::string Issue(absl::string_view account) const;
 
@@ -30,6 +31,7 @@ class SessionIdSigner {
   std::string Mac(absl::string_view signed_part) const;
 
   std::string secret_;
+  common::HmacSha256Key key_;  // keyed by secret_
 };
 
 }  // namespace relay::gateway
