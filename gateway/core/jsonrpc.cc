@@ -2,6 +2,7 @@
 #include "gateway/core/jsonrpc.h"
 
 #include "absl/strings/str_cat.h"
+#include "gateway/core/json_scan.h"
 
 namespace relay::gateway {
 namespace {
@@ -118,67 +119,131 @@ RpcFailure TooDeep(absl::string_view text, int max_depth) {
                     std::move(id)};
 }
 
+namespace {
+
+// A message's top-level members as DecodeMembers reads them, from the scan of
+// its text (ScanJson) or from a parsed value (a batch's items).
+class ScannedMembers {
+ public:
+  explicit ScannedMembers(const ScannedJson& scan) : scan_(scan) {}
+  bool Has(absl::string_view key) const { return Find(key) != nullptr; }
+  // '{', '[', '"' or another first character of the value's text.
+  char Kind(absl::string_view key) const { return Find(key)->value.front(); }
+  nlohmann::json Value(absl::string_view key) const {
+    // The scan has checked the text: this parse cannot fail.
+    return nlohmann::json::parse(Find(key)->value, nullptr, /*allow_exceptions=*/false);
+  }
+  std::string Text(absl::string_view key) const { return std::string(Find(key)->value); }
+  bool IsString(absl::string_view key, absl::string_view expected) const {
+    absl::string_view raw = Find(key)->value;
+    if (raw.size() == expected.size() + 2 && raw.substr(1, expected.size()) == expected) {
+      return true;
+    }
+    nlohmann::json value = Value(key);  // an escaped spelling of it, perhaps
+    return value.is_string() && value.get_ref<const std::string&>() == expected;
+  }
+
+ private:
+  const JsonMember* Find(absl::string_view key) const {
+    // The last of duplicate keys wins, as in a parsed object.
+    for (auto it = scan_.members.rbegin(); it != scan_.members.rend(); ++it) {
+      if (it->key == key) return &*it;
+    }
+    return nullptr;
+  }
+  const ScannedJson& scan_;
+};
+
+class ParsedMembers {
+ public:
+  explicit ParsedMembers(nlohmann::json& value) : value_(value) {}
+  bool Has(absl::string_view key) const { return value_.contains(key); }
+  char Kind(absl::string_view key) const {
+    const nlohmann::json& v = value_[std::string(key)];
+    return v.is_object() ? '{' : v.is_array() ? '[' : v.is_string() ? '"' : '0';
+  }
+  nlohmann::json Value(absl::string_view key) const { return std::move(value_[std::string(key)]); }
+  std::string Text(absl::string_view key) const { return DumpJson(value_[std::string(key)]); }
+  bool IsString(absl::string_view key, absl::string_view expected) const {
+    const nlohmann::json& v = value_[std::string(key)];
+    return v.is_string() && v.get_ref<const std::string&>() == expected;
+  }
+
+ private:
+  nlohmann::json& value_;
+};
+
+template <typename Members>
+std::variant<RpcMessage, RpcFailure> DecodeMembers(const Members& members) {
+  nlohmann::json id = nullptr;
+  bool has_id = false;
+  if (members.Has("id")) {
+    id = members.Value("id");
+    if (!IsValidId(id)) {
+      return RpcFailure{kInvalidRequest, "Invalid Request: id must be a string or an integer",
+                        nullptr};
+    }
+    has_id = true;
+  }
+  if (!members.Has("jsonrpc") || !members.IsString("jsonrpc", "2.0")) {
+    return RpcFailure{kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"", id};
+  }
+  RpcMessage message;
+  message.id = std::move(id);
+  if (members.Has("method")) {
+    if (members.Kind("method") != '"') {
+      return RpcFailure{kInvalidRequest, "Invalid Request: method must be a string", message.id};
+    }
+    message.method = members.Value("method").template get<std::string>();
+    message.kind = has_id ? RpcMessage::Kind::kRequest : RpcMessage::Kind::kNotification;
+    if (members.Has("params")) {
+      if (members.Kind("params") != '{' && members.Kind("params") != '[') {
+        return RpcFailure{kInvalidRequest, "Invalid Request: params must be an object or array",
+                          message.id};
+      }
+      message.params = members.Value("params");
+    }
+    return message;
+  }
+  const bool has_result = members.Has("result");
+  const bool has_error = members.Has("error");
+  if (!has_id || has_result == has_error) {
+    return RpcFailure{kInvalidRequest,
+                      "Invalid Request: expected a method, or an id with result or error",
+                      message.id};
+  }
+  message.kind = RpcMessage::Kind::kResponse;
+  message.is_error = has_error;
+  if (message.is_error && members.Kind("error") != '{') {
+    return RpcFailure{kInvalidRequest, "Invalid Request: error must be an object", message.id};
+  }
+  message.payload = members.Text(message.is_error ? "error" : "result");
+  return message;
+}
+
+}  // namespace
+
 std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text, int max_depth) {
   if (NestsDeeperThan(text, max_depth)) {
     return TooDeep(text, max_depth);
   }
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) {
+  // One scan instead of a parse: only the members the relay reads become
+  // values; a response's result or error stays the text the peer sent.
+  ScannedJson scan = ScanJson(text);
+  if (!scan.valid) {
     return RpcFailure{kParseError, "Parse error: the body is not valid JSON", nullptr};
   }
-  return DecodeValue(std::move(value));
+  if (!scan.is_object) {
+    return RpcFailure{kInvalidRequest, "Invalid Request: expected a JSON-RPC object", nullptr};
+  }
+  return DecodeMembers(ScannedMembers(scan));
 }
 
 std::variant<RpcMessage, RpcFailure> DecodeValue(nlohmann::json value) {
   if (!value.is_object()) {
     return RpcFailure{kInvalidRequest, "Invalid Request: expected a JSON-RPC object", nullptr};
   }
-  nlohmann::json id = nullptr;
-  bool has_id = false;
-  if (auto it = value.find("id"); it != value.end()) {
-    if (!IsValidId(*it)) {
-      return RpcFailure{kInvalidRequest, "Invalid Request: id must be a string or an integer",
-                        nullptr};
-    }
-    id = std::move(*it);
-    has_id = true;
-  }
-  auto version = value.find("jsonrpc");
-  if (version == value.end() || !version->is_string() || *version != "2.0") {
-    return RpcFailure{kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"", id};
-  }
-  RpcMessage message;
-  message.id = std::move(id);
-  auto method = value.find("method");
-  if (method != value.end()) {
-    if (!method->is_string()) {
-      return RpcFailure{kInvalidRequest, "Invalid Request: method must be a string", message.id};
-    }
-    message.method = method->get<std::string>();
-    message.kind = has_id ? RpcMessage::Kind::kRequest : RpcMessage::Kind::kNotification;
-    if (auto params = value.find("params"); params != value.end()) {
-      if (!params->is_object() && !params->is_array()) {
-        return RpcFailure{kInvalidRequest, "Invalid Request: params must be an object or array",
-                          message.id};
-      }
-      message.params = std::move(*params);
-    }
-    return message;
-  }
-  auto result = value.find("result");
-  auto error = value.find("error");
-  if (!has_id || (result == value.end()) == (error == value.end())) {
-    return RpcFailure{kInvalidRequest,
-                      "Invalid Request: expected a method, or an id with result or error",
-                      message.id};
-  }
-  message.kind = RpcMessage::Kind::kResponse;
-  message.is_error = error != value.end();
-  if (message.is_error && !error->is_object()) {
-    return RpcFailure{kInvalidRequest, "Invalid Request: error must be an object", message.id};
-  }
-  message.payload = std::move(message.is_error ? *error : *result);
-  return message;
+  return DecodeMembers(ParsedMembers(value));
 }
 
 std::string EncodeResult(const nlohmann::json& id, absl::string_view raw_result) {

@@ -28,7 +28,7 @@ struct RpcMessage {
   std::string method;
   nlohmann::json params;  // object, array or null (absent)
   bool is_error = false;  // responses: true when "error", false when "result"
-  nlohmann::json payload; // responses: the "result" or "error" member
+  std::string payload;     // responses: the text of the "result" or "error" member
 };
 
 // Why a text is not a usable JSON-RPC message, ready to be answered.

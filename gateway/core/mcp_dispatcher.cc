@@ -249,7 +249,7 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     if (ParseAgentReplyId(message.id, &effect.call_id, &effect.tab_request_id)) {
       effect.kind = SessionEffect::Kind::kAgentReply;
       effect.is_error = message.is_error;
-      effect.payload = DumpJson(message.payload);
+      effect.payload = std::move(message.payload);
     }
     decision.action = JsonReply(202, "");
     return decision;

@@ -203,7 +203,7 @@ void TabSession::HandleLive(absl::string_view text) {
       if (!calls_.Finish(call_id)) {
         return;  // cancelled meanwhile: the answer is dropped
       }
-      Reply(call_id, message.is_error, DumpJson(message.payload));
+      Reply(call_id, message.is_error, std::move(message.payload));
       MaybeEndDrain();
       return;
     }

@@ -40,10 +40,10 @@ TEST(DecodeMessage, Responses) {
   RpcMessage result = Ok(R"({"jsonrpc":"2.0","id":3,"result":{"a":1}})");
   EXPECT_EQ(result.kind, RpcMessage::Kind::kResponse);
   EXPECT_FALSE(result.is_error);
-  EXPECT_EQ(result.payload["a"], 1);
+  EXPECT_EQ(result.payload, R"({"a":1})");
   RpcMessage error = Ok(R"({"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}})");
   EXPECT_TRUE(error.is_error);
-  EXPECT_EQ(error.payload["code"], -1);
+  EXPECT_EQ(error.payload, R"({"code":-1,"message":"m"})");
 }
 
 TEST(DecodeMessage, MalformedJsonIsParseError) {

@@ -1,0 +1,279 @@
+#include "gateway/core/json_scan.h"
+
+#include <locale.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace relay::gateway {
+namespace {
+
+bool IsDigit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+class Scanner {
+ public:
+  // nlohmann reads a NUL byte outside a string as the end of the input (and
+  // inside one as a control character: an error either way), so the text
+  // ends at its first NUL.
+  explicit Scanner(absl::string_view text)
+      : p_(reinterpret_cast<const unsigned char*>(text.data())),
+        end_(p_ + text.substr(0, text.find('\0')).size()) {}
+
+  ScannedJson Run() {
+    ScannedJson out;
+    // nlohmann skips a UTF-8 byte-order mark, and refuses a broken one.
+    if (p_ < end_ && *p_ == 0xEF) {
+      if (end_ - p_ < 3 || p_[1] != 0xBB || p_[2] != 0xBF) return out;
+      p_ += 3;
+    }
+    SkipSpace();
+    out.is_object = p_ < end_ && *p_ == '{';
+    std::vector<char> open;  // the containers the scan is inside, innermost last
+    const unsigned char* value_start = nullptr;  // a top-level member's value
+    bool expect_value = true;
+    while (true) {
+      if (expect_value) {
+        if (p_ >= end_) return out;
+        const unsigned char c = *p_;
+        if (c == '{' || c == '[') {
+          open.push_back(static_cast<char>(c));
+          ++p_;
+          SkipSpace();
+          if (p_ < end_ && *p_ == (c == '{' ? '}' : ']')) {
+            ++p_;
+            open.pop_back();
+            expect_value = false;
+            continue;
+          }
+          if (c == '{' && !Key(open.size() == 1 && out.is_object ? &out : nullptr)) return out;
+          if (open.size() == 1 && out.is_object) value_start = p_;
+          continue;  // a value follows
+        }
+        bool ok = c == '"'   ? String(nullptr)
+                  : c == 't' ? Literal("true")
+                  : c == 'f' ? Literal("false")
+                  : c == 'n' ? Literal("null")
+                             : Number();
+        if (!ok) return out;
+        expect_value = false;
+        continue;
+      }
+      // A value just ended.
+      if (open.size() == 1 && out.is_object && value_start != nullptr) {
+        out.members.back().value =
+            absl::string_view(reinterpret_cast<const char*>(value_start), p_ - value_start);
+        value_start = nullptr;
+      }
+      SkipSpace();
+      if (open.empty()) {
+        out.valid = p_ == end_;
+        return out;
+      }
+      if (p_ >= end_) return out;
+      const char close = open.back() == '{' ? '}' : ']';
+      if (*p_ == close) {
+        ++p_;
+        open.pop_back();
+        continue;
+      }
+      if (*p_ != ',') return out;
+      ++p_;
+      SkipSpace();
+      if (open.back() == '{') {
+        if (!Key(open.size() == 1 && out.is_object ? &out : nullptr)) return out;
+        if (open.size() == 1 && out.is_object) value_start = p_;
+      }
+      expect_value = true;
+    }
+  }
+
+ private:
+  void SkipSpace() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+
+  // A member's key, the colon and the space before its value; a top-level
+  // member's key is recorded in top.
+  bool Key(ScannedJson* top) {
+    if (p_ >= end_ || *p_ != '"') return false;
+    const unsigned char* start = p_;
+    bool escaped = false;
+    if (!String(&escaped)) return false;
+    if (top != nullptr) {
+      JsonMember& member = top->members.emplace_back();
+      if (!escaped) {
+        member.key.assign(reinterpret_cast<const char*>(start + 1), p_ - start - 2);
+      } else {
+        // Rare: let nlohmann unescape a key that String has already checked.
+        member.key = nlohmann::json::parse(start, p_).get<std::string>();
+      }
+    }
+    SkipSpace();
+    if (p_ >= end_ || *p_ != ':') return false;
+    ++p_;
+    SkipSpace();
+    return true;
+  }
+
+  bool Literal(absl::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size() ||
+        absl::string_view(reinterpret_cast<const char*>(p_), word.size()) != word) {
+      return false;
+    }
+    p_ += word.size();
+    return true;
+  }
+
+  bool Digits() {
+    if (p_ >= end_ || !IsDigit(*p_)) return false;
+    while (p_ < end_ && IsDigit(*p_)) ++p_;
+    return true;
+  }
+
+  bool Number() {
+    const unsigned char* start = p_;
+    bool exponent = false;
+    if (p_ < end_ && *p_ == '-') ++p_;
+    if (p_ >= end_) return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else if (!Digits()) {
+      return false;
+    }
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (!Digits()) return false;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      exponent = true;
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!Digits()) return false;
+    }
+    // nlohmann refuses a number too large for a double ("number overflow").
+    // Only an exponent or some 309 digits can make one.
+    constexpr ptrdiff_t kDigitsThatMayOverflow = 300;
+    if (exponent || p_ - start > kDigitsThatMayOverflow) {
+      static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", locale_t{});
+      const std::string token(start, p_);
+      return std::isfinite(strtod_l(token.c_str(), nullptr, c_locale));
+    }
+    return true;
+  }
+
+  // Four hex digits after "\u"; p_ is on the 'u'.
+  bool Hex4(unsigned* code) {
+    ++p_;
+    if (end_ - p_ < 4) return false;
+    *code = 0;
+    for (int i = 0; i < 4; ++i, ++p_) {
+      const unsigned char c = *p_;
+      unsigned digit;
+      if (IsDigit(c)) {
+        digit = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        digit = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        digit = c - 'A' + 10;
+      } else {
+        return false;
+      }
+      *code = *code * 16 + digit;
+    }
+    return true;
+  }
+
+  bool Escape() {  // p_ is on the backslash
+    ++p_;
+    if (p_ >= end_) return false;
+    switch (*p_) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        ++p_;
+        return true;
+      case 'u': {
+        unsigned code;
+        if (!Hex4(&code)) return false;
+        if (code >= 0xDC00 && code <= 0xDFFF) return false;  // a low surrogate alone
+        if (code >= 0xD800 && code <= 0xDBFF) {
+          // A high surrogate must be followed at once by a low one.
+          if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
+          ++p_;
+          unsigned low;
+          return Hex4(&low) && low >= 0xDC00 && low <= 0xDFFF;
+        }
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // One well-formed UTF-8 sequence of two to four bytes (RFC 3629's table:
+  // no overlong forms, no surrogates, nothing above U+10FFFF).
+  bool Utf8() {
+    const unsigned char c = *p_;
+    int more;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c == 0xE0) {
+      more = 2, low = 0xA0;
+    } else if (c == 0xED) {
+      more = 2, high = 0x9F;
+    } else if (c >= 0xE1 && c <= 0xEF) {
+      more = 2;
+    } else if (c == 0xF0) {
+      more = 3, low = 0x90;
+    } else if (c >= 0xF1 && c <= 0xF3) {
+      more = 3;
+    } else if (c == 0xF4) {
+      more = 3, high = 0x8F;
+    } else {
+      return false;
+    }
+    if (end_ - p_ <= more || p_[1] < low || p_[1] > high) return false;
+    for (int i = 2; i <= more; ++i) {
+      if (p_[i] < 0x80 || p_[i] > 0xBF) return false;
+    }
+    p_ += more + 1;
+    return true;
+  }
+
+  // A string, quotes included; p_ is on the opening quote.
+  bool String(bool* escaped) {
+    ++p_;
+    while (p_ < end_) {
+      const unsigned char c = *p_;
+      if (c == '"') {
+        ++p_;
+        return true;
+      }
+      if (c == '\\') {
+        if (escaped != nullptr) *escaped = true;
+        if (!Escape()) return false;
+      } else if (c < 0x20) {
+        return false;  // control characters must be escaped
+      } else if (c < 0x80) {
+        ++p_;
+      } else if (!Utf8()) {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  const unsigned char* p_;
+  const unsigned char* const end_;
+};
+
+}  // namespace
+
+ScannedJson ScanJson(absl::string_view text) { return Scanner(text).Run(); }
+
+}  // namespace relay::gateway

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace relay::gateway {
+
+// One top-level member of a JSON object: its key (unescaped) and the raw text
+// of its value, a view into the scanned text.
+struct JsonMember {
+  std::string key;
+  absl::string_view value;
+};
+
+struct ScannedJson {
+  bool valid = false;      // the whole text is one JSON value
+  bool is_object = false;  // ... and that value is an object
+  std::vector<JsonMember> members;  // in text order, duplicates kept
+};
+
+// Checks in one pass, without building any value, that text is exactly what
+// nlohmann::json::parse accepts (RFC 8259 with strict UTF-8, paired surrogate
+// escapes, a leading byte-order mark skipped, the text ending at a NUL byte),
+// and splits a top-level object
+// into its members. The relay reads the few members it routes on and passes
+// the rest on as the bytes the peer sent (a tab's result, unread). Iterative:
+// any depth costs no stack, though callers bound depth first (NestsDeeperThan).
+ScannedJson ScanJson(absl::string_view text);
+
+}  // namespace relay::gateway
