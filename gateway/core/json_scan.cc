@@ -3,6 +3,7 @@
 #include <locale.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -21,9 +22,10 @@ class Scanner {
   // nlohmann reads a NUL byte outside a string as the end of the input (and
   // inside one as a control character: an error either way), so the text
   // ends at its first NUL.
-  explicit Scanner(absl::string_view text)
+  Scanner(absl::string_view text, int max_depth)
       : p_(reinterpret_cast<const unsigned char*>(text.data())),
-        end_(p_ + text.substr(0, text.find('\0')).size()) {}
+        end_(p_ + text.substr(0, text.find('\0')).size()),
+        max_depth_(static_cast<size_t>(max_depth)) {}
 
   ScannedJson Run() {
     ScannedJson out;
@@ -43,6 +45,10 @@ class Scanner {
         const unsigned char c = *p_;
         if (c == '{' || c == '[') {
           open.push_back(static_cast<char>(c));
+          if (open.size() > max_depth_) {
+            out.too_deep = true;
+            return out;
+          }
           ++p_;
           SkipSpace();
           if (p_ < end_ && *p_ == (c == '{' ? '}' : ']')) {
@@ -270,10 +276,13 @@ class Scanner {
 
   const unsigned char* p_;
   const unsigned char* const end_;
+  const size_t max_depth_;
 };
 
 }  // namespace
 
-ScannedJson ScanJson(absl::string_view text) { return Scanner(text).Run(); }
+ScannedJson ScanJson(absl::string_view text, int max_depth) {
+  return Scanner(text, std::max(0, max_depth)).Run();
+}
 
 }  // namespace relay::gateway

@@ -7,6 +7,8 @@
 
 namespace relay::gateway {
 
+inline constexpr int kUnboundedDepth = 1 << 30;
+
 // One top-level member of a JSON object: its key (unescaped) and the raw text
 // of its value, a view into the scanned text.
 struct JsonMember {
@@ -16,6 +18,7 @@ struct JsonMember {
 
 struct ScannedJson {
   bool valid = false;      // the whole text is one JSON value
+  bool too_deep = false;   // arrays and objects nest deeper than max_depth: not scanned
   bool is_object = false;  // ... and that value is an object
   std::vector<JsonMember> members;  // in text order, duplicates kept
 };
@@ -26,7 +29,8 @@ struct ScannedJson {
 // and splits a top-level object
 // into its members. The relay reads the few members it routes on and passes
 // the rest on as the bytes the peer sent (a tab's result, unread). Iterative:
-// any depth costs no stack, though callers bound depth first (NestsDeeperThan).
-ScannedJson ScanJson(absl::string_view text);
+// any depth costs no stack, and the scan stops as soon as nesting passes
+// max_depth (ARCHITECTURE.md "Limits").
+ScannedJson ScanJson(absl::string_view text, int max_depth = kUnboundedDepth);
 
 }  // namespace relay::gateway

@@ -116,7 +116,7 @@ RpcFailure TooDeep(absl::string_view text, int max_depth) {
   return RpcFailure{kParseError,
                     absl::StrCat("Parse error: JSON nested deeper than ", max_depth,
                                  " levels; send flatter JSON"),
-                    std::move(id)};
+                    std::move(id), /*too_deep=*/true};
 }
 
 namespace {
@@ -224,12 +224,12 @@ std::variant<RpcMessage, RpcFailure> DecodeMembers(const Members& members) {
 }  // namespace
 
 std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text, int max_depth) {
-  if (NestsDeeperThan(text, max_depth)) {
-    return TooDeep(text, max_depth);
-  }
   // One scan instead of a parse: only the members the relay reads become
   // values; a response's result or error stays the text the peer sent.
-  ScannedJson scan = ScanJson(text);
+  ScannedJson scan = ScanJson(text, max_depth);
+  if (scan.too_deep) {
+    return TooDeep(text, max_depth);
+  }
   if (!scan.valid) {
     return RpcFailure{kParseError, "Parse error: the body is not valid JSON", nullptr};
   }

@@ -36,6 +36,7 @@ struct RpcFailure {
   int code = kInvalidRequest;
   std::string message;
   nlohmann::json id;  // the request's id when it could be read, else null
+  bool too_deep = false;  // refused for nesting deeper than the limit (TooDeep)
 };
 
 // How deep a peer's JSON may nest (ARCHITECTURE.md "Limits", --max_json_depth).

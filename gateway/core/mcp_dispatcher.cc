@@ -120,13 +120,14 @@ PostDecision McpDispatcher::HandlePost(const std::string& account, const AgentHe
       return decision;
     }
   }
-  if (NestsDeeperThan(body, options_.max_json_depth)) {
-    RpcFailure failure = TooDeep(body, options_.max_json_depth);
-    decision.action = JsonReply(400, EncodeError(failure.id, failure.code, failure.message));
-    return decision;
-  }
   size_t first = body.find_first_not_of(" \t\r\n");
   if (first != absl::string_view::npos && body[first] == '[') {
+    // A batch is parsed whole, recursively: its depth is checked first.
+    if (NestsDeeperThan(body, options_.max_json_depth)) {
+      RpcFailure failure = TooDeep(body, options_.max_json_depth);
+      decision.action = JsonReply(400, EncodeError(failure.id, failure.code, failure.message));
+      return decision;
+    }
     nlohmann::json batch = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (batch.is_discarded()) {
       decision.action = JsonReply(400, EncodeError(nullptr, kParseError,

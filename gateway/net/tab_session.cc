@@ -182,12 +182,11 @@ void TabSession::PostAccepted(uint32_t agents) {
 }
 
 void TabSession::HandleLive(absl::string_view text) {
-  const int max_depth = state_.options.max_json_depth;
-  if (NestsDeeperThan(text, max_depth)) {
-    return RefuseTooDeep(text);
-  }
-  auto decoded = DecodeMessage(text, max_depth);
+  auto decoded = DecodeMessage(text, state_.options.max_json_depth);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
+    if (failure->too_deep) {
+      return RefuseTooDeep(text);
+    }
     if (!failure->id.is_null()) {
       Send(EncodeError(failure->id, failure->code, failure->message));
     }

@@ -51,6 +51,19 @@ TEST(ScanJson, OtherValuesAreValidButNotObjects) {
   EXPECT_TRUE(ScanJson("{}").members.empty());
 }
 
+TEST(ScanJson, StopsWhereNestingPassesTheLimit) {
+  EXPECT_FALSE(ScanJson(R"({"a":[1,{"b":[]}]})", 4).too_deep);
+  EXPECT_TRUE(ScanJson(R"({"a":[1,{"b":[]}]})", 4).valid);
+  ScannedJson deep = ScanJson(R"({"a":[1,{"b":[]}]})", 3);
+  EXPECT_TRUE(deep.too_deep);
+  EXPECT_FALSE(deep.valid);
+  // Brackets inside strings do not count, and a huge depth costs no stack.
+  EXPECT_FALSE(ScanJson(R"({"a":"[[[[\"[[[["})", 1).too_deep);
+  std::string huge = std::string(200000, '[') + std::string(200000, ']');
+  EXPECT_TRUE(ScanJson(huge, 100).too_deep);
+  EXPECT_TRUE(ScanJson(huge).valid);
+}
+
 // Texts nlohmann refuses, each for a reason of its own.
 const char* const kInvalid[] = {
     "", " ", "{", "}", "[", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "[1,]", "[,1]", "{,}",
