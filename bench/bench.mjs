@@ -188,6 +188,7 @@ async function compare() {
     // Rounds alternate the systems, so that a slow minute of this shared machine hits all
     // of them; each system's best round is reported.
     const results = systems.map(() => null);
+    const rounds = Array.from({ length: Number(opts.rounds) }, () => ({}));
     for (let round = 0; round < Number(opts.rounds); round++) {
       for (const [i, s] of systems.entries()) {
         let perf = null;
@@ -197,6 +198,7 @@ async function compare() {
         }
         const r = await saturate(s);
         if (perf) await new Promise((done) => perf.on('exit', done));
+        rounds[round][s.key] = r.rps;
         if (results[i] === null || r.rps > results[i].rps) results[i] = r;
       }
     }
@@ -215,6 +217,11 @@ async function compare() {
     }
     console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run)`);
     console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}\n`);
+    if (relay && nodeR) {
+      // Each round's own ratio too: how far this machine's noise moves it.
+      const perRound = rounds.map((r) => (r.relay / r.node).toFixed(2));
+      console.log(`relay / Node relay in each round: ${perRound.join(', ')} (calls/s ${rounds.map((r) => `${Math.round(r.relay)}/${Math.round(r.node)}`).join(', ')})\n`);
+    }
     if (opts['no-sweep'] || !relay || !nodeR) return;
 
     // Latency against offered load, open loop, for the relay and the Node relay.
