@@ -427,8 +427,13 @@ void LinkChannel::Wake() {
   // Posted even from the channel's own thread: what else this turn makes
   // ready goes in the same write.
   asio::post(io_->io, [self = shared_from_this()] {
-    self->wake_posted_.store(false, std::memory_order_release);
-    self->WriteRound();
+    // Once more to the back of the queue: completions that were posted
+    // behind this one (the next message of a peer whose bytes were already
+    // read) get to add to the write first.
+    asio::post(self->io_->io, [self] {
+      self->wake_posted_.store(false, std::memory_order_release);
+      self->WriteRound();
+    });
   });
 }
 
