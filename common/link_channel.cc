@@ -503,8 +503,12 @@ bool LinkChannel::Delivered() const {
 }
 
 void LinkChannel::Close(absl::Status why) {
+  // Two turns, like Wake's: a write round woken before the close still
+  // goes out before it.
   asio::post(io_->io, [self = shared_from_this(), why = std::move(why)]() mutable {
-    self->CloseNow(std::move(why));
+    asio::post(self->io_->io, [self, why = std::move(why)]() mutable {
+      self->CloseNow(std::move(why));
+    });
   });
 }
 

@@ -168,7 +168,11 @@ class Scanner {
     if (exponent || p_ - start > kDigitsThatMayOverflow) {
       static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", locale_t{});
       const std::string token(start, p_);
-      return std::isfinite(strtod_l(token.c_str(), nullptr, c_locale));
+      // Without a C locale object, plain strtod: the services never call
+      // setlocale, so their locale is "C" anyway.
+      const double value = c_locale != locale_t{} ? strtod_l(token.c_str(), nullptr, c_locale)
+                                                  : strtod(token.c_str(), nullptr);
+      return std::isfinite(value);
     }
     return true;
   }

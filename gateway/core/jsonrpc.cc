@@ -136,7 +136,8 @@ class ScannedMembers {
   std::string Text(absl::string_view key) const { return std::string(Find(key)->value); }
   bool IsString(absl::string_view key, absl::string_view expected) const {
     absl::string_view raw = Find(key)->value;
-    if (raw.size() == expected.size() + 2 && raw.substr(1, expected.size()) == expected) {
+    if (raw.size() == expected.size() + 2 && raw.front() == '"' &&
+        raw.substr(1, expected.size()) == expected) {
       return true;
     }
     nlohmann::json value = Value(key);  // an escaped spelling of it, perhaps
@@ -227,7 +228,9 @@ std::variant<RpcMessage, RpcFailure> DecodeMessage(absl::string_view text, int m
   // One scan instead of a parse: only the members the relay reads become
   // values; a response's result or error stays the text the peer sent.
   ScannedJson scan = ScanJson(text, max_depth);
-  if (scan.too_deep) {
+  // Too deep wins over malformed, wherever each is in the text (as when depth
+  // was checked first): a tab's deep, broken answer still ends its call.
+  if (scan.too_deep || (!scan.valid && NestsDeeperThan(text, max_depth))) {
     return TooDeep(text, max_depth);
   }
   if (!scan.valid) {

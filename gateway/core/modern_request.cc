@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "gateway/core/json_scan.h"
 
 namespace relay::gateway {
 namespace {
@@ -169,10 +170,10 @@ std::string CompleteResult(absl::string_view result, absl::string_view extra) {
   if (body.size() < 2 || body.front() != '{' || body.back() != '}') {
     return std::string(result);
   }
+  // The tab's own bytes: its keys may be spelt with escapes.
   bool has_type = false;
-  if (absl::StrContains(body, "\"resultType\"")) {
-    auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-    has_type = parsed.is_object() && parsed.contains("resultType");
+  for (const JsonMember& member : ScanJson(body).members) {
+    has_type = has_type || member.key == "resultType";
   }
   absl::string_view inner = absl::StripAsciiWhitespace(body.substr(1, body.size() - 2));
   std::string out = absl::StrCat("{", inner);

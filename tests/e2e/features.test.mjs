@@ -207,6 +207,27 @@ test('progress from the tab reaches the agent with its own token, before the res
   tab.close();
 });
 
+test("a tab's answer written across lines reaches the agent whole, as JSON and on an SSE stream", async () => {
+  const tab = await tabFor('erin');
+  // JSON allows CR and LF between tokens, and the relay passes a tab's result on as
+  // written: on an SSE stream each line must become a data line of its own.
+  const answer = (id) => `{"jsonrpc":"2.0","id":${id},"result":{\r\n  "content": [\n    {"type": "text", "text": "two\\nlines"}\r  ]\n}\n}`;
+  tab.handlers['tools/call'] = async (params, message) => {
+    if (params._meta?.progressToken) {
+      tab.send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: params._meta.progressToken, progress: 1 } });
+    }
+    tab.send(answer(message.id));
+    return undefined;
+  };
+  const agent = await agentFor('erin');
+  const { events } = await agent.callTool('slow', {}, { progressToken: 'p-1' });
+  assert.equal(events[0].data.method, 'notifications/progress');
+  assert.equal(events[1].data.result.content[0].text, 'two\nlines');
+  const plain = await agent.callTool('slow', {});
+  assert.equal(plain.message.result.content[0].text, 'two\nlines');
+  tab.close();
+});
+
 test('a changed catalogue file: list_changed on the stream, the new tool listed, no restart', async () => {
   const agent = await agentFor('alice');
   const { stream, close } = await agent.openStream();

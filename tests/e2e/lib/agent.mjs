@@ -78,11 +78,14 @@ export class SseReader {
         const block = this.buffer.slice(0, end);
         this.buffer = this.buffer.slice(end + 2);
         const event = {};
+        const data = [];
         for (const line of block.split('\n')) {
           if (line.startsWith(':')) event.comment = line.slice(1).trim();
           else if (line.startsWith('id:')) event.id = line.slice(3).trim();
-          else if (line.startsWith('data:')) event.data = JSON.parse(line.slice(5).trim());
+          // As the SSE spec reads them: an event's data lines joined by "\n".
+          else if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
         }
+        if (data.length > 0) event.data = JSON.parse(data.join('\n'));
         return event;
       }
       const { value, done } = await this.reader.read();

@@ -32,6 +32,14 @@ TEST(HttpFramingTest, SseEventsAreChunks) {
   EXPECT_EQ(EncodeSseEvent("{}", 0), "19\r\nevent: message\ndata: {}\n\n\r\n");
   EXPECT_EQ(EncodeSseEvent("{}", 42), "20\r\nid: 42\nevent: message\ndata: {}\n\n\r\n");
   EXPECT_EQ(EncodeSseKeepAlive(), "e\r\n: keep-alive\n\n\r\n");
+}
+
+TEST(HttpFramingTest, AMessageWithLineBreaksIsOneDataLinePerLine) {
+  // A tab's answer passes on as written, and JSON may break lines between
+  // tokens: a raw break inside one data line would end the event early.
+  std::string event = EncodeSseEvent("{\"a\":1,\n\"b\":[]\r\n}\r", 0);
+  std::string body = event.substr(event.find("\r\n") + 2);
+  EXPECT_EQ(body, "event: message\ndata: {\"a\":1,\ndata: \"b\":[]\ndata: }\ndata: \n\n\r\n");
   EXPECT_EQ(kLastChunk, "0\r\n\r\n");
 }
 

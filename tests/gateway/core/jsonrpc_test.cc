@@ -59,6 +59,12 @@ TEST(DecodeMessage, WellFormedNonMessagesAreInvalidRequests) {
   EXPECT_EQ(Bad("[]").code, kInvalidRequest);
   EXPECT_EQ(Bad(R"({"id":1,"method":"ping"})").code, kInvalidRequest);
   EXPECT_EQ(Bad(R"({"jsonrpc":"1.0","id":1,"method":"ping"})").code, kInvalidRequest);
+  // Five characters with "2.0" inside that are not the string "2.0".
+  EXPECT_EQ(Bad(R"({"jsonrpc":12.05,"id":1,"method":"ping"})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":[2.0],"id":1,"method":"ping"})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":-2.00,"id":1,"method":"ping"})").code, kInvalidRequest);
+  // An escaped spelling of "2.0" is "2.0".
+  EXPECT_EQ(Ok(R"({"jsonrpc":"\u0032.0","id":1,"method":"ping"})").method, "ping");
   EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1,"method":5})").code, kInvalidRequest);
   EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":1,"method":"x","params":3})").code, kInvalidRequest);
   EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","id":{},"method":"x"})").code, kInvalidRequest);
@@ -123,6 +129,25 @@ TEST(JsonDepthTest, ATooDeepMessageIsAParseErrorThatKeepsItsTopLevelId) {
   // The id after the deep part, and an id nested below the top level.
   EXPECT_EQ(TopLevelId(R"({"result":)" + deep + R"(,"id":"abc"})"), "abc");
   EXPECT_TRUE(TopLevelId(R"({"params":{"id":7}})").is_null());
+}
+
+TEST(JsonDepthTest, TooDeepWinsOverMalformedWhereverEachIs) {
+  // The syntax error comes before the depth: still "too deep", id kept, so
+  // that a tab's broken deep answer ends its call.
+  std::string deep = std::string(500, '[') + std::string(500, ']');
+  auto decoded = DecodeMessage(R"({"jsonrpc":"2.0","id":5,"result":x)" + deep + "}");
+  auto* failure = std::get_if<RpcFailure>(&decoded);
+  ASSERT_NE(failure, nullptr);
+  EXPECT_TRUE(failure->too_deep);
+  EXPECT_EQ(failure->code, kParseError);
+  // Malformed and shallow: a plain parse error.
+  auto shallow = DecodeMessage(R"({"jsonrpc":"2.0","id":5,"result":x})");
+  EXPECT_FALSE(std::get<RpcFailure>(shallow).too_deep);
+}
+
+TEST(DecodeMessage, AResponsePayloadIsThePeersText) {
+  RpcMessage m = Ok("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\": {\"n\": 1.50e2,\n \"s\":\"\\u00e9\"} }");
+  EXPECT_EQ(m.payload, "{\"n\": 1.50e2,\n \"s\":\"\\u00e9\"}");
 }
 
 }  // namespace

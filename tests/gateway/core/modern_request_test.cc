@@ -125,6 +125,12 @@ TEST(CompleteResult, AddsResultTypeOnceAndExtraMembers) {
   // A string that merely contains the word is not the member.
   EXPECT_EQ(CompleteResult(R"({"text":"\"resultType\""})"),
             R"({"text":"\"resultType\"","resultType":"complete"})");
+  // A tab's own bytes may spell the key with an escape, or nest it: only the
+  // top-level member counts, however spelt.
+  EXPECT_EQ(CompleteResult(R"({"result\u0054ype":"complete"})"),
+            R"({"result\u0054ype":"complete"})");
+  EXPECT_EQ(CompleteResult(R"({"a":{"resultType":1}})"),
+            R"({"a":{"resultType":1},"resultType":"complete"})");
   EXPECT_EQ(CompleteResult("[1]"), "[1]");
   for (const std::string& text : {CompleteResult(R"({"a":{"b":[1,2]}})", R"("x":1)")}) {
     EXPECT_TRUE(nlohmann::json::accept(text)) << text;
