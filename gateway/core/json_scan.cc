@@ -38,6 +38,13 @@ class Scanner {
     out.is_object = p_ < end_ && *p_ == '{';
     std::vector<char> open;  // the containers the scan is inside, innermost last
     const unsigned char* value_start = nullptr;  // a top-level member's value
+    // A member's key, recorded (and its value's start kept) at the top level.
+    auto member = [&] {
+      const bool top = open.size() == 1 && out.is_object;
+      if (!Key(top ? &out : nullptr)) return false;
+      if (top) value_start = p_;
+      return true;
+    };
     bool expect_value = true;
     while (true) {
       if (expect_value) {
@@ -57,8 +64,7 @@ class Scanner {
             expect_value = false;
             continue;
           }
-          if (c == '{' && !Key(open.size() == 1 && out.is_object ? &out : nullptr)) return out;
-          if (open.size() == 1 && out.is_object) value_start = p_;
+          if (c == '{' && !member()) return out;
           continue;  // a value follows
         }
         bool ok = c == '"'   ? String(nullptr)
@@ -91,10 +97,7 @@ class Scanner {
       if (*p_ != ',') return out;
       ++p_;
       SkipSpace();
-      if (open.back() == '{') {
-        if (!Key(open.size() == 1 && out.is_object ? &out : nullptr)) return out;
-        if (open.size() == 1 && out.is_object) value_start = p_;
-      }
+      if (open.back() == '{' && !member()) return out;
       expect_value = true;
     }
   }
