@@ -237,6 +237,8 @@ async function compare() {
         const cpuUs = s.procs.reduce((sum, [, pid], i) => sum + (cpuSeconds(pid) - before[i]), 0) * 1e6 / Math.max(1, p.achieved * loadSeconds);
         points.push(p);
         console.log(`${pad(s.name, 26)} offered ${pad(Math.round(p.offered), 7)} (${Math.round(f * 100)}% of its saturation): achieved ${pad(p.achieved, 7)} p50 ${p.p50_ms.toFixed(2)} ms, p99 ${p.p99_ms.toFixed(2)} ms, p99.9 ${p.p999_ms.toFixed(2)} ms, CPU per call ${cpuUs.toFixed(0)} µs${p.errors || p.non200 ? `, errors ${p.errors}, non-200 ${p.non200}` : ''}`);
+        // A point that failed: say which process stopped, with its last words.
+        if (p.errors) for (const proc of [...stack.procs, ...extra].filter((x) => x.exited)) console.log(`  ${proc.name} exited (${proc.exitCode ?? proc.exitSignal}): ${proc.tail()}`);
       }
       series.push({ name: s.name, points });
     }
