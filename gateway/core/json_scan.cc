@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
@@ -36,7 +36,9 @@ class Scanner {
     }
     SkipSpace();
     out.is_object = p_ < end_ && *p_ == '{';
-    std::vector<char> open;  // the containers the scan is inside, innermost last
+    // The containers the scan is inside, innermost last; inline up to a
+    // depth that messages seldom pass.
+    absl::InlinedVector<char, 32> open;
     const unsigned char* value_start = nullptr;  // a top-level member's value
     // A member's key, recorded (and its value's start kept) at the top level.
     auto member = [&] {
@@ -290,6 +292,13 @@ class Scanner {
 
 ScannedJson ScanJson(absl::string_view text, int max_depth) {
   return Scanner(text, std::max(0, max_depth)).Run();
+}
+
+const JsonMember* FindMember(const ScannedJson& scan, absl::string_view key) {
+  for (auto it = scan.members.rbegin(); it != scan.members.rend(); ++it) {
+    if (it->key == key) return &*it;
+  }
+  return nullptr;
 }
 
 }  // namespace relay::gateway

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 
 namespace relay::gateway {
@@ -20,7 +20,8 @@ struct ScannedJson {
   bool valid = false;      // the whole text is one JSON value
   bool too_deep = false;   // arrays and objects nest deeper than max_depth: not scanned
   bool is_object = false;  // ... and that value is an object
-  std::vector<JsonMember> members;  // in text order, duplicates kept
+  // In text order, duplicates kept. A message has a handful: held inline.
+  absl::InlinedVector<JsonMember, 6> members;
 };
 
 // Checks in one pass, without building any value, that text is exactly what
@@ -32,5 +33,9 @@ struct ScannedJson {
 // any depth costs no stack, and the scan stops as soon as nesting passes
 // max_depth (ARCHITECTURE.md "Limits").
 ScannedJson ScanJson(absl::string_view text, int max_depth = kUnboundedDepth);
+
+// The member a parsed object would hold for key: the last of duplicates
+// (keys compared unescaped); null when there is none.
+const JsonMember* FindMember(const ScannedJson& scan, absl::string_view key);
 
 }  // namespace relay::gateway

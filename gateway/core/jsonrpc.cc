@@ -1,7 +1,11 @@
-#include "absl/strings/string_view.h"
 #include "gateway/core/jsonrpc.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "gateway/core/json_scan.h"
 
 namespace relay::gateway {
@@ -121,6 +125,30 @@ RpcFailure TooDeep(absl::string_view text, int max_depth) {
 
 namespace {
 
+// An id or a method as most peers write them, an unescaped string or a short
+// integer, made without a parser (each parse allocates its buffers): the
+// value nlohmann would give for the same text, which the scan has checked.
+std::optional<nlohmann::json> PlainScalar(absl::string_view raw) {
+  if (raw.size() >= 2 && raw.front() == '"' && raw.find('\\') == absl::string_view::npos) {
+    return nlohmann::json(std::string(raw.substr(1, raw.size() - 2)));
+  }
+  // Up to 18 digits cannot overflow; a fraction or an exponent makes a float.
+  constexpr size_t kSafeDigits = 18;
+  const bool negative = !raw.empty() && raw.front() == '-';
+  absl::string_view digits = raw.substr(negative ? 1 : 0);
+  if (digits.empty() || digits.size() > kSafeDigits ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  uint64_t magnitude = 0;
+  for (char c : digits) magnitude = magnitude * 10 + static_cast<uint64_t>(c - '0');
+  if (negative) {
+    // nlohmann: a negative integer is signed, "-0" included.
+    return nlohmann::json(-static_cast<int64_t>(magnitude));
+  }
+  return nlohmann::json(magnitude);
+}
+
 // A message's top-level members as DecodeMembers reads them, from the scan of
 // its text (ScanJson) or from a parsed value (a batch's items).
 class ScannedMembers {
@@ -130,10 +158,15 @@ class ScannedMembers {
   // '{', '[', '"' or another first character of the value's text.
   char Kind(absl::string_view key) const { return Find(key)->value.front(); }
   nlohmann::json Value(absl::string_view key) const {
+    absl::string_view raw = Find(key)->value;
+    if (std::optional<nlohmann::json> plain = PlainScalar(raw)) {
+      return *std::move(plain);
+    }
     // The scan has checked the text: this parse cannot fail.
-    return nlohmann::json::parse(Find(key)->value, nullptr, /*allow_exceptions=*/false);
+    return nlohmann::json::parse(raw, nullptr, /*allow_exceptions=*/false);
   }
   std::string Text(absl::string_view key) const { return std::string(Find(key)->value); }
+  LazyJson Json(absl::string_view key) const { return LazyJson::FromText(Text(key)); }
   bool IsString(absl::string_view key, absl::string_view expected) const {
     absl::string_view raw = Find(key)->value;
     if (raw.size() == expected.size() + 2 && raw.front() == '"' &&
@@ -145,13 +178,7 @@ class ScannedMembers {
   }
 
  private:
-  const JsonMember* Find(absl::string_view key) const {
-    // The last of duplicate keys wins, as in a parsed object.
-    for (auto it = scan_.members.rbegin(); it != scan_.members.rend(); ++it) {
-      if (it->key == key) return &*it;
-    }
-    return nullptr;
-  }
+  const JsonMember* Find(absl::string_view key) const { return FindMember(scan_, key); }
   const ScannedJson& scan_;
 };
 
@@ -165,6 +192,7 @@ class ParsedMembers {
   }
   nlohmann::json Value(absl::string_view key) const { return std::move(value_[std::string(key)]); }
   std::string Text(absl::string_view key) const { return DumpJson(value_[std::string(key)]); }
+  LazyJson Json(absl::string_view key) const { return LazyJson::FromValue(Value(key)); }
   bool IsString(absl::string_view key, absl::string_view expected) const {
     const nlohmann::json& v = value_[std::string(key)];
     return v.is_string() && v.get_ref<const std::string&>() == expected;
@@ -202,7 +230,7 @@ std::variant<RpcMessage, RpcFailure> DecodeMembers(const Members& members) {
         return RpcFailure{kInvalidRequest, "Invalid Request: params must be an object or array",
                           message.id};
       }
-      message.params = members.Value("params");
+      message.params = members.Json("params");
     }
     return message;
   }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <variant>
 
+#include "gateway/core/lazy_json.h"
 #include "nlohmann/json.hpp"
 
 namespace relay::gateway {
@@ -26,7 +27,7 @@ struct RpcMessage {
   Kind kind = Kind::kRequest;
   nlohmann::json id;
   std::string method;
-  nlohmann::json params;  // object, array or null (absent)
+  LazyJson params;  // object or array, as the peer wrote it; or absent
   bool is_error = false;  // responses: true when "error", false when "result"
   std::string payload;     // responses: the text of the "result" or "error" member
 };

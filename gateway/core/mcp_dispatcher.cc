@@ -47,14 +47,6 @@ bool IsLogLevel(absl::string_view level) {
   return false;
 }
 
-const std::string* StringParam(const nlohmann::json& params, const char* name) {
-  if (!params.is_object()) {
-    return nullptr;
-  }
-  auto it = params.find(name);
-  return it != params.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
-}
-
 }  // namespace
 
 std::optional<HttpReply> McpDispatcher::CheckVersionHeader(
@@ -89,8 +81,8 @@ std::optional<HttpReply> McpDispatcher::CheckSession(const std::string& account,
 HttpReply McpDispatcher::Initialize(const std::string& account, const RpcMessage& message,
                                     std::string* session) const {
   std::string version(kVersions.front());
-  if (const std::string* asked = StringParam(message.params, "protocolVersion");
-      asked != nullptr && IsSupportedVersion(*asked)) {
+  if (std::optional<std::string> asked = message.params.StringOf("protocolVersion");
+      asked && IsSupportedVersion(*asked)) {
     version = *asked;
   }
   nlohmann::json result = {
@@ -256,11 +248,10 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     return decision;
   }
   if (message.kind == RpcMessage::Kind::kNotification) {
-    if (message.method == "notifications/cancelled" && message.params.is_object() &&
-        message.params.contains("requestId")) {
+    if (message.method == "notifications/cancelled" && message.params.KindOf("requestId")) {
       effect.kind = SessionEffect::Kind::kAgentCancel;
-      effect.value = DumpJson(message.params["requestId"]);
-      if (const std::string* reason = StringParam(message.params, "reason")) {
+      effect.value = DumpJson(message.params.value()["requestId"]);
+      if (std::optional<std::string> reason = message.params.StringOf("reason")) {
         effect.reason = *reason;
       }
     }
@@ -284,8 +275,8 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     return decision;
   }
   if (method == "resources/subscribe" || method == "resources/unsubscribe") {
-    const std::string* uri = StringParam(message.params, "uri");
-    if (uri == nullptr) {
+    std::optional<std::string> uri = message.params.StringOf("uri");
+    if (!uri) {
       decision.action = JsonReply(200, EncodeError(message.id, kInvalidParams, "params.uri is required"));
       return decision;
     }
@@ -301,8 +292,8 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
     return decision;
   }
   if (method == "logging/setLevel") {
-    const std::string* level = StringParam(message.params, "level");
-    if (level == nullptr || !IsLogLevel(*level)) {
+    std::optional<std::string> level = message.params.StringOf("level");
+    if (!level || !IsLogLevel(*level)) {
       decision.action = JsonReply(200, EncodeError(message.id, kInvalidParams,
                                               "params.level must be an RFC 5424 level name"));
       return decision;
@@ -344,23 +335,21 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
 }
 
 void McpDispatcher::SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision& decision) {
-  if (message.params.is_object()) {
-    ReplaceProgressToken(message.params, plan);
+  // Most calls carry no progress token: their params go on as the agent's
+  // text, unparsed.
+  if (message.params.ObjectOf("_meta").KindOf("progressToken")) {
+    ReplaceProgressToken(message.params.mutable_value(), plan);
   }
-  if (!message.params.is_null()) {
-    plan.request.params = DumpJson(message.params);
-  }
+  plan.request.params = message.params.text();
   plan.id = std::move(message.id);
   decision.action = std::move(plan);
 }
 
 void McpDispatcher::ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan) {
-  auto meta = params.find("_meta");
-  if (meta != params.end() && meta->is_object() && meta->contains("progressToken")) {
-    plan.agent_progress_token = (*meta)["progressToken"];
-    plan.request.progress_token = absl::StrCat("relay-", common::HexEncode(common::RandomBytes(12)));
-    (*meta)["progressToken"] = plan.request.progress_token;
-  }
+  nlohmann::json& meta = params["_meta"];
+  plan.agent_progress_token = meta["progressToken"];
+  plan.request.progress_token = absl::StrCat("relay-", common::HexEncode(common::RandomBytes(12)));
+  meta["progressToken"] = plan.request.progress_token;
 }
 
 std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
@@ -373,38 +362,37 @@ std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
   const std::string& method = message.method;
   // A name or URI that is there but not a string names nothing the catalogue
   // could hide; a tab must not be left to read it as one.
-  auto not_a_string = [](const nlohmann::json& object, const char* key) {
-    return object.is_object() && object.contains(key) && !object[key].is_string();
+  auto not_a_string = [](const LazyJson& object, absl::string_view key) {
+    std::optional<char> kind = object.KindOf(key);
+    return kind && *kind != '"';
   };
-  if (not_a_string(message.params, "name") || not_a_string(message.params, "uri") ||
-      (message.params.is_object() && message.params.contains("ref") &&
-       (not_a_string(message.params["ref"], "name") || not_a_string(message.params["ref"], "uri")))) {
+  const LazyJson& params = message.params;
+  const LazyJson ref = params.KindOf("ref") ? params.ObjectOf("ref") : LazyJson();
+  if (not_a_string(params, "name") || not_a_string(params, "uri") ||
+      (params.KindOf("ref") && (not_a_string(ref, "name") || not_a_string(ref, "uri")))) {
     return refuse(kInvalidParams, "params.name, params.uri and params.ref's must be strings");
   }
   if (method == "tools/call") {
-    const std::string* name = StringParam(message.params, "name");
-    if (name != nullptr && catalogue->Hides(Kind::kTool, role, *name)) {
+    std::optional<std::string> name = params.StringOf("name");
+    if (name && catalogue->Hides(Kind::kTool, role, *name)) {
       return refuse(kInvalidParams, absl::StrCat("Unknown tool: ", *name));
     }
   } else if (method == "prompts/get") {
-    const std::string* name = StringParam(message.params, "name");
-    if (name != nullptr && catalogue->Hides(Kind::kPrompt, role, *name)) {
+    std::optional<std::string> name = params.StringOf("name");
+    if (name && catalogue->Hides(Kind::kPrompt, role, *name)) {
       return refuse(kInvalidParams, absl::StrCat("Unknown prompt: ", *name));
     }
   } else if (method == "resources/read") {
-    const std::string* uri = StringParam(message.params, "uri");
-    if (uri != nullptr && catalogue->Hides(Kind::kResource, role, *uri)) {
+    std::optional<std::string> uri = params.StringOf("uri");
+    if (uri && catalogue->Hides(Kind::kResource, role, *uri)) {
       return refuse(kResourceNotFound, absl::StrCat("Resource not found: ", *uri));
     }
-  } else if (method == "completion/complete" && message.params.is_object()) {
-    auto ref = message.params.find("ref");
-    if (ref != message.params.end() && ref->is_object()) {
-      const std::string* name = StringParam(*ref, "name");
-      const std::string* uri = StringParam(*ref, "uri");
-      if ((name != nullptr && catalogue->Hides(Kind::kPrompt, role, *name)) ||
-          (uri != nullptr && catalogue->Hides(Kind::kResource, role, *uri))) {
-        return refuse(kInvalidParams, "Unknown reference");
-      }
+  } else if (method == "completion/complete") {
+    std::optional<std::string> name = ref.StringOf("name");
+    std::optional<std::string> uri = ref.StringOf("uri");
+    if ((name && catalogue->Hides(Kind::kPrompt, role, *name)) ||
+        (uri && catalogue->Hides(Kind::kResource, role, *uri))) {
+      return refuse(kInvalidParams, "Unknown reference");
     }
   }
   return std::nullopt;

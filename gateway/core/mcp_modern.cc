@@ -60,17 +60,12 @@ bool Declared(const ClientCapabilities& caps, absl::string_view capability) {
 // What a requestState binds the retry to besides its method: the request's
 // name or URI, as a digest (the state travels through the agent; it need not
 // carry the name itself).
-std::string TargetOf(const nlohmann::json& params) {
-  std::string target;
-  if (params.is_object()) {
-    for (const char* key : {"name", "uri"}) {
-      if (auto it = params.find(key); it != params.end() && it->is_string()) {
-        target = it->get<std::string>();
-        break;
-      }
-    }
+std::string TargetOf(const LazyJson& params) {
+  std::optional<std::string> target = params.StringOf("name");
+  if (!target) {
+    target = params.StringOf("uri");
   }
-  return common::Sha256Hex(target).substr(0, 32);
+  return common::Sha256Hex(target.value_or("")).substr(0, 32);
 }
 
 // The keys an agent sees for the tab's requests of a round, in order and
@@ -178,7 +173,7 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
                                                    "text/event-stream"));
       return decision;
     }
-    auto filter = ListenFilter::Parse(message.id, message.params, kMaxListenUris);
+    auto filter = ListenFilter::Parse(message.id, message.params.value(), kMaxListenUris);
     if (auto* error = std::get_if<std::string>(&filter)) {
       decision.action = JsonReply(400, EncodeError(message.id, kInvalidParams, *error));
       return decision;
@@ -221,17 +216,19 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
   plan.request.stateless = true;
   plan.request.request_id = DumpJson(message.id);
   nlohmann::json answers = nullptr;
-  if (message.params.is_object()) {
-    if (auto it = message.params.find("inputResponses"); it != message.params.end()) {
+  // Only a retry's params are changed here; any other call's go on unparsed.
+  if (message.params.KindOf("inputResponses") || message.params.KindOf("requestState")) {
+    nlohmann::json& params = message.params.mutable_value();
+    if (auto it = params.find("inputResponses"); it != params.end()) {
       answers = std::move(*it);
-      message.params.erase(it);
+      params.erase(it);
       if (!ValidAnswers(answers)) {
         return invalid(
             "Invalid params: inputResponses must map each key of the inputRequests to the "
             "result object of that request");
       }
     }
-    if (auto it = message.params.find("requestState"); it != message.params.end()) {
+    if (auto it = params.find("requestState"); it != params.end()) {
       auto state = it->is_string()
                        ? states_.Verify(it->get_ref<const std::string&>(), absl::Now())
                        : absl::InvalidArgumentError("not a string");
@@ -243,7 +240,7 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
             "Invalid params: requestState is not one this relay gave for this account's call, "
             "or it has expired; call again without requestState and inputResponses");
       }
-      message.params.erase(it);
+      params.erase(it);
       plan.request.resume_call_id = state->call_id;
       plan.request.resume_round = state->round;
       plan.modern->round = state->round;

@@ -15,12 +15,13 @@ namespace {
 constexpr std::array<absl::string_view, 8> kLevels = {
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
-const nlohmann::json* Meta(const RpcMessage& message) {
-  if (!message.params.is_object()) {
-    return nullptr;
+// params._meta, when it is an object: the one part of the params read here.
+std::optional<nlohmann::json> Meta(const RpcMessage& message) {
+  LazyJson meta = message.params.ObjectOf("_meta");
+  if (!meta.present()) {
+    return std::nullopt;
   }
-  auto meta = message.params.find("_meta");
-  return meta != message.params.end() && meta->is_object() ? &*meta : nullptr;
+  return meta.value();
 }
 
 ModernRefusal Refusal(int code, std::string message, nlohmann::json data = nullptr) {
@@ -41,20 +42,14 @@ std::optional<std::string> DecodeHeaderValue(absl::string_view value) {
 
 // The name the body gives for the headers to mirror, for the methods that
 // have one.
-const nlohmann::json* BodyName(const RpcMessage& message) {
-  if (!message.params.is_object()) {
-    return nullptr;
-  }
-  const char* key = nullptr;
+std::optional<std::string> BodyName(const RpcMessage& message) {
   if (message.method == "tools/call" || message.method == "prompts/get") {
-    key = "name";
-  } else if (message.method == "resources/read") {
-    key = "uri";
-  } else {
-    return nullptr;
+    return message.params.StringOf("name");
   }
-  auto it = message.params.find(key);
-  return it != message.params.end() ? &*it : nullptr;
+  if (message.method == "resources/read") {
+    return message.params.StringOf("uri");
+  }
+  return std::nullopt;
 }
 
 bool Declares(const nlohmann::json& capabilities, const char* name) {
@@ -86,16 +81,16 @@ bool IsModern(const std::optional<std::string>& version_header, const RpcMessage
   if (message.method == "server/discover" || message.method == "subscriptions/listen") {
     return true;
   }
-  const nlohmann::json* meta = Meta(message);
-  return meta != nullptr &&
+  std::optional<nlohmann::json> meta = Meta(message);
+  return meta &&
          (meta->contains(kMetaProtocolVersion) || meta->contains(kMetaClientCapabilities) ||
           meta->contains(kMetaClientInfo));
 }
 
 std::variant<ModernRequest, ModernRefusal> CheckModern(const ModernHeaders& headers,
                                                        const RpcMessage& message) {
-  const nlohmann::json* meta = Meta(message);
-  if (meta == nullptr) {
+  std::optional<nlohmann::json> meta = Meta(message);
+  if (!meta) {
     return Refusal(kInvalidParams,
                    absl::StrCat("Invalid params: a ", kModernVersion,
                                 " request carries params._meta with ", kMetaProtocolVersion,
@@ -137,14 +132,13 @@ std::variant<ModernRequest, ModernRefusal> CheckModern(const ModernHeaders& head
                    absl::StrCat("Header mismatch: Mcp-Method header value '", *headers.method,
                                 "' does not match body value '", message.method, "'"));
   }
-  if (const nlohmann::json* name = BodyName(message); name != nullptr && name->is_string()) {
-    const std::string& body_name = name->get_ref<const std::string&>();
+  if (std::optional<std::string> body_name = BodyName(message)) {
     if (!headers.name) {
       return Refusal(kHeaderMismatch, absl::StrCat("Header mismatch: the Mcp-Name header is "
                                                    "required for ", message.method));
     }
     std::optional<std::string> decoded = DecodeHeaderValue(*headers.name);
-    if (!decoded || *decoded != body_name) {
+    if (!decoded || *decoded != *body_name) {
       return Refusal(kHeaderMismatch,
                      absl::StrCat("Header mismatch: Mcp-Name header value '", *headers.name,
                                   "' does not match the body's"));

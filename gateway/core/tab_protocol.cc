@@ -51,14 +51,15 @@ std::optional<TabHello> ParseTabHello(absl::string_view text, int max_depth) {
       message->method != "relay/hello" || !message->params.is_object()) {
     return std::nullopt;
   }
-  auto ticket = message->params.find("ticket");
-  if (ticket == message->params.end() || !ticket->is_string()) {
+  const nlohmann::json& params = message->params.value();
+  auto ticket = params.find("ticket");
+  if (ticket == params.end() || !ticket->is_string()) {
     return std::nullopt;
   }
   TabHello hello;
   hello.id = std::move(message->id);
   hello.ticket = ticket->get<std::string>();
-  if (auto client = message->params.find("client"); client != message->params.end()) {
+  if (auto client = params.find("client"); client != params.end()) {
     // Shown to operators and counted in memory for every tab: bounded here.
     hello.client_name = common::TruncateUtf8(StringMember(*client, "name"), kMaxClientText);
     hello.client_version = common::TruncateUtf8(StringMember(*client, "version"), kMaxClientText);
@@ -82,7 +83,7 @@ std::optional<TabNotice> ParseTabNotice(const RpcMessage& message) {
   }
   TabNotice notice;
   notice.method = message.method;
-  const nlohmann::json& params = message.params;
+  const nlohmann::json& params = message.params.value();
   notice.uri = StringMember(params, "uri");
   notice.level = StringMember(params, "level");
   notice.progress_token = StringMember(params, "progressToken");
@@ -96,7 +97,7 @@ std::optional<TabNotice> ParseTabNotice(const RpcMessage& message) {
   if (notice.method == "notifications/resources/updated" && notice.uri.empty()) {
     return std::nullopt;  // an update of nothing reaches no subscriber
   }
-  notice.params = params.is_null() ? "{}" : DumpJson(params);
+  notice.params = message.params.present() ? message.params.text() : "{}";
   return notice;
 }
 
@@ -106,7 +107,7 @@ bool IsRequestToAgent(absl::string_view method) {
 }
 
 std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message) {
-  const nlohmann::json* call = Meta(message.params, "relay/requestId");
+  const nlohmann::json* call = Meta(message.params.value(), "relay/requestId");
   if (call == nullptr || !call->is_number_unsigned()) {
     return std::string(
         "requests to the agent need params._meta[\"relay/requestId\"] naming the call in "
@@ -117,7 +118,7 @@ std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message) {
   out.tab_request_id = DumpJson(message.id);
   // The agent sees an id that names the call and the tab's own id, so its
   // answer finds the way back through any gateway.
-  nlohmann::json params = std::move(message.params);
+  nlohmann::json params = std::move(message.params.mutable_value());
   params["_meta"].erase("relay/requestId");
   if (params["_meta"].empty()) {
     params.erase("_meta");

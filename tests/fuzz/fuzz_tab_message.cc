@@ -17,13 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto decoded = DecodeMessage(text);
   if (auto* message = std::get_if<RpcMessage>(&decoded)) {
     DumpJson(message->payload);
-    if (message->params.is_object()) {
-      auto meta = message->params.find("_meta");
-      if (meta != message->params.end() && meta->is_object()) {
-        DumpJson(*meta);
-      }
-    }
-    DumpJson(message->params);
+    DumpJson(message->params.ObjectOf("_meta").value());
+    DumpJson(message->params.value());
   }
   return 0;
 }

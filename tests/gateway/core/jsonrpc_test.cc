@@ -1,5 +1,6 @@
 #include "gateway/core/jsonrpc.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace relay::gateway {
@@ -22,7 +23,8 @@ TEST(DecodeMessage, Request) {
   EXPECT_EQ(m.kind, RpcMessage::Kind::kRequest);
   EXPECT_EQ(m.id, 7);
   EXPECT_EQ(m.method, "tools/call");
-  EXPECT_EQ(m.params["name"], "x");
+  EXPECT_EQ(m.params.StringOf("name"), "x");
+  EXPECT_EQ(m.params.text(), R"({"name":"x"})");
 }
 
 TEST(DecodeMessage, IdZeroAndStringIdsAreRequests) {
@@ -148,6 +150,26 @@ TEST(JsonDepthTest, TooDeepWinsOverMalformedWhereverEachIs) {
 TEST(DecodeMessage, AResponsePayloadIsThePeersText) {
   RpcMessage m = Ok("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\": {\"n\": 1.50e2,\n \"s\":\"\\u00e9\"} }");
   EXPECT_EQ(m.payload, "{\"n\": 1.50e2,\n \"s\":\"\\u00e9\"}");
+}
+
+TEST(DecodeMessage, IdsAndMethodsReadWithoutAParserAreWhatAParserReads) {
+  // Plain strings and short integers skip the parser: the same value, of the
+  // same type (an unsigned for a non-negative integer, as nlohmann reads it).
+  for (const char* id : {"7", "0", "-0", "-7", "123456789012345678", "-123456789012345678",
+                         "1234567890123456789", "18446744073709551615", "\"a\"", "\"\"",
+                         "\"a\\u0062\\n\"", "\"\xc3\xa9\""}) {
+    std::string text = absl::StrCat(R"({"jsonrpc":"2.0","method":"m\u0031","id":)", id, "}");
+    RpcMessage m = Ok(text);
+    nlohmann::json expected = nlohmann::json::parse(text);
+    EXPECT_EQ(m.id, expected["id"]) << id;
+    EXPECT_EQ(m.id.type(), expected["id"].type()) << id;
+    EXPECT_EQ(DumpJson(m.id), DumpJson(expected["id"])) << id;
+    EXPECT_EQ(m.method, "m1");
+  }
+  EXPECT_EQ(Ok(R"({"jsonrpc":"2.0","method":"tools/call","id":5})").method, "tools/call");
+  // Not integers: refused as ids, as before.
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","method":"m","id":1.0})").code, kInvalidRequest);
+  EXPECT_EQ(Bad(R"({"jsonrpc":"2.0","method":"m","id":1e2})").code, kInvalidRequest);
 }
 
 }  // namespace

@@ -104,6 +104,14 @@ TEST_F(McpDispatcherTest, ToolsListComesFromTheCatalogue) {
   EXPECT_EQ(body["result"]["tools"][0]["name"], "get_view");
 }
 
+TEST_F(McpDispatcherTest, ACallsParamsReachTheTabAsTheAgentWroteThem) {
+  const std::string params = R"({ "arguments": {"n": 1.50e2, "big": 123456789012345678901}, "name" : "get_view" })";
+  auto d = Post(absl::StrCat(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":)", params, "}"),
+                Initialize());
+  ASSERT_TRUE(std::holds_alternative<ForwardPlan>(d));
+  EXPECT_EQ(std::get<ForwardPlan>(d).request.params, params);
+}
+
 TEST_F(McpDispatcherTest, ToolCallIsForwardedWithItsParams) {
   auto d = Post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_view","arguments":{}}})", Initialize());
   ASSERT_TRUE(std::holds_alternative<ForwardPlan>(d));
@@ -252,6 +260,10 @@ TEST_F(McpDispatcherTest, AHiddenEntryAnswersAsAnUnknownNameAndIsNeverForwarded)
             -32602);
   EXPECT_EQ(error(call("tools/call", R"({"name":["edit"]})"))["code"], -32602);
   EXPECT_EQ(error(call("completion/complete", R"({"ref":{"type":"ref/prompt","name":{"n":"rewrite"}}})"))["code"], -32602);
+  // The name a tab would read is the one checked: escaped, or the last of two.
+  EXPECT_EQ(error(call("tools/call", R"({"name":"\u0065dit"})"))["message"], "Unknown tool: edit");
+  EXPECT_EQ(error(call("tools/call", R"({"name":"get_view","n\u0061me":"edit"})"))["code"], -32602);
+  EXPECT_EQ(error(call("completion/complete", R"({"ref":{"uri":"doc://readme","uri":"draft://1"}})"))["code"], -32602);
   // What the role sees, and names the catalogue does not list, go to the tab as before.
   EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("tools/call", R"({"name":"get_view"})")));
   EXPECT_TRUE(std::holds_alternative<ForwardPlan>(call("resources/read", R"({"uri":"doc://readme"})")));

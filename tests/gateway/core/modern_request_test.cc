@@ -10,7 +10,7 @@ RpcMessage Request(const std::string& method, nlohmann::json params) {
   message.kind = RpcMessage::Kind::kRequest;
   message.id = 1;
   message.method = method;
-  message.params = std::move(params);
+  message.params = LazyJson::FromText(params.dump());
   return message;
 }
 
