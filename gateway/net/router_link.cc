@@ -51,11 +51,11 @@ absl::Status RouterLink::OnFrame(absl::string_view frame) {
       return absl::OkStatus();
     }
   }
-  if (!in_.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+  relay::v1::RouterBatch* batch = in_.Parse(frame);
+  if (batch == nullptr) {
     return absl::InvalidArgumentError("the router sent a frame that is not a RouterBatch");
   }
-  owner_.OnBatch(in_);
-  in_.Clear();
+  owner_.OnBatch(*batch);
   return absl::OkStatus();
 }
 

@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/batch_queue.h"
 #include "common/link_channel.h"
+#include "common/link_frame_parser.h"
 #include "relay/v1/router.pb.h"
 
 namespace relay::gateway {
@@ -59,7 +60,7 @@ class RouterLink final : public common::LinkChannel {
   void OnClosed(const absl::Status& status) override ABSL_LOCKS_EXCLUDED(mu_);
 
   RouterLinkOwner& owner_;
-  relay::v1::RouterBatch in_;  // the link's thread's alone
+  common::LinkFrameParser<relay::v1::RouterBatch> in_;  // the link's thread's alone
   bool accepted_ = false;      // the router's first (empty) frame came
   absl::Mutex mu_;
   common::BatchQueue<relay::v1::GatewayBatch, relay::v1::GatewayEvent,

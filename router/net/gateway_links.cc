@@ -9,6 +9,7 @@
 #include "common/batch_queue.h"
 #include "common/link_channel.h"
 #include "common/link_frame.h"
+#include "common/link_frame_parser.h"
 #include "common/log.h"
 #include "relay/v1/router.pb.h"
 
@@ -67,13 +68,13 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
   }
 
   absl::Status OnFrame(absl::string_view frame) override {
-    if (!in_.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+    GatewayBatch* batch = in_.Parse(frame);
+    if (batch == nullptr) {
       common::LogWarn("a gateway's link frame is not a GatewayBatch; ending the link",
                       {{"link", link_id_.load()}});
       return absl::InvalidArgumentError("a frame that is not a GatewayBatch");
     }
-    hub_.Handle(link_id_.load(), in_);
-    in_.Clear();
+    hub_.Handle(link_id_.load(), *batch);
     return absl::OkStatus();
   }
 
@@ -108,7 +109,7 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
   }
 
   RouterHub& hub_;
-  GatewayBatch in_;  // the links' thread's alone
+  common::LinkFrameParser<GatewayBatch> in_;  // the links' thread's alone
   absl::Mutex mu_;
   std::atomic<uint64_t> link_id_{0};  // set once accepted
   common::BatchQueue<RouterBatch, RouterCommand, &RouterBatch::add_commands> queue_
