@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '../e2e/lib/stack.mjs';
@@ -46,16 +46,31 @@ async function runSuite(pkg, args) {
   const node = join(testsDir, 'node_modules', '.bin', 'node');
   const cli = join(testsDir, 'node_modules', pkg, 'dist', 'index.js');
   const output = [];
+  // Each check's result, kept so that a failure shows why (the summary only counts them).
+  const results = mkdtempSync(join(stack.dir, 'conformance-'));
   const code = await new Promise((resolve) => {
-    const child = spawn(node, [cli, 'server', '--url', `http://127.0.0.1:${proxyPort}/mcp`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, [cli, 'server', '--url', `http://127.0.0.1:${proxyPort}/mcp`, '-o', results, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d) => output.push(d.toString()));
     child.stderr.on('data', (d) => output.push(d.toString()));
     child.on('exit', resolve);
   });
   const text = output.join('');
-  const summary = text.slice(text.indexOf('=== SUMMARY ==='));
+  const summary = text.slice(text.indexOf('=== SUMMARY ===')) + failedChecks(results);
   process.stdout.write(`${pkg} ${args.join(' ')}\n${summary}\n`);
   return { code, text, summary };
+}
+
+// The checks that failed, with what each one says went wrong.
+function failedChecks(dir) {
+  const failed = [];
+  for (const scenario of readdirSync(dir)) {
+    const file = join(dir, scenario, 'checks.json');
+    if (!existsSync(file)) continue;
+    for (const check of JSON.parse(readFileSync(file, 'utf8'))) {
+      if (check.status === 'FAILURE') failed.push(`${scenario}: ${JSON.stringify({ id: check.id, errorMessage: check.errorMessage, details: check.details })}`);
+    }
+  }
+  return failed.length ? `\nFailed checks:\n${failed.join('\n')}\n` : '';
 }
 
 test('the official conformance suite 0.1.16 passes every scenario of its active server suite', async () => {
