@@ -8,8 +8,8 @@
 
 namespace relay::common {
 
-// Parses a link's frames, one at a time, into an arena that is reset for the
-// next: the messages and strings of a batch cost no allocation each (a long
+// Parses a link's frames, one at a time, into an arena that is reset after
+// each: the messages and strings of a batch cost no allocation each (a long
 // string's bytes still do), where a reused message freed and remade every
 // event of a oneof. The arena keeps its first block across frames. Plain C++,
 // no sockets; one per link, on the link's thread.
@@ -20,12 +20,19 @@ class LinkFrameParser {
   LinkFrameParser(const LinkFrameParser&) = delete;
   LinkFrameParser& operator=(const LinkFrameParser&) = delete;
 
-  // The frame's batch, valid until the next Parse; null when the frame is
-  // not one.
-  Batch* Parse(absl::string_view frame) {
-    arena_.Reset();
+  // Parses frame and hands its batch to handle, which must keep nothing of it
+  // (moving a string out is fine): the arena is reset as soon as handle
+  // returns, so that a large frame's memory is given back at once. False,
+  // without calling handle, when the frame is not a Batch.
+  template <typename Handle>
+  bool Parse(absl::string_view frame, Handle&& handle) {
     Batch* batch = google::protobuf::Arena::CreateMessage<Batch>(&arena_);
-    return batch->ParseFromArray(frame.data(), static_cast<int>(frame.size())) ? batch : nullptr;
+    const bool parsed = batch->ParseFromArray(frame.data(), static_cast<int>(frame.size()));
+    if (parsed) {
+      handle(*batch);
+    }
+    arena_.Reset();
+    return parsed;
   }
 
  private:

@@ -18,6 +18,21 @@ bool IsValidId(const nlohmann::json& id) {
 }  // namespace
 
 std::string DumpJson(const nlohmann::json& value) {
+  // An id as most clients send it, written without a serializer (each one
+  // allocates its buffers): exactly what dump() writes for it.
+  if (value.is_number_unsigned()) {
+    return absl::StrCat(value.get<uint64_t>());
+  }
+  if (value.is_number_integer()) {
+    return absl::StrCat(value.get<int64_t>());
+  }
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    if (std::all_of(text.begin(), text.end(),
+                    [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; })) {
+      return absl::StrCat("\"", text, "\"");
+    }
+  }
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -2,10 +2,34 @@
 
 #include <utility>
 
-#include "gateway/core/json_scan.h"
 #include "gateway/core/jsonrpc.h"
 
 namespace relay::gateway {
+
+LazyJson& LazyJson::operator=(const LazyJson& other) {
+  if (this == &other) {
+    return *this;
+  }
+  present_ = other.present_;
+  text_ = other.text_;
+  value_ = other.value_;
+  changed_ = other.changed_;
+  scan_.reset();
+  return *this;
+}
+
+LazyJson& LazyJson::operator=(LazyJson&& other) noexcept {
+  if (this == &other) {
+    return *this;
+  }
+  present_ = other.present_;
+  text_ = std::move(other.text_);
+  value_ = std::move(other.value_);
+  changed_ = other.changed_;
+  scan_.reset();
+  other.scan_.reset();
+  return *this;
+}
 
 LazyJson LazyJson::FromText(std::string text) {
   LazyJson json;
@@ -26,11 +50,10 @@ bool LazyJson::is_object() const {
 }
 
 std::optional<absl::string_view> LazyJson::RawMember(absl::string_view key) const {
-  // Only small texts come here (a request's params, once or twice per
-  // request); a scan is cheaper than keeping one whose views must not outlive
-  // a move of text_.
-  ScannedJson scan = ScanJson(text_);
-  const JsonMember* member = FindMember(scan, key);
+  if (!scan_) {
+    scan_ = ScanJson(text_);
+  }
+  const JsonMember* member = FindMember(*scan_, key);
   // A view into text_, which outlives the scan.
   return member != nullptr ? std::optional<absl::string_view>(member->value) : std::nullopt;
 }
@@ -41,7 +64,7 @@ std::optional<char> LazyJson::KindOf(absl::string_view key) const {
   }
   if (!value_) {
     std::optional<absl::string_view> raw = RawMember(key);
-    return raw ? std::optional<char>(raw->front()) : std::nullopt;
+    return raw && !raw->empty() ? std::optional<char>(raw->front()) : std::nullopt;
   }
   auto it = value_->find(key);
   if (it == value_->end()) {
@@ -75,7 +98,7 @@ std::optional<std::string> LazyJson::StringOf(absl::string_view key) const {
     return it->get<std::string>();
   }
   std::optional<absl::string_view> raw = RawMember(key);
-  if (!raw || raw->front() != '"') {
+  if (!raw || raw->empty() || raw->front() != '"') {
     return std::nullopt;
   }
   if (raw->find('\\') == absl::string_view::npos) {
@@ -94,7 +117,7 @@ LazyJson LazyJson::ObjectOf(absl::string_view key) const {
     return it != value_->end() && it->is_object() ? FromValue(*it) : LazyJson();
   }
   std::optional<absl::string_view> raw = RawMember(key);
-  return raw && raw->front() == '{' ? FromText(std::string(*raw)) : LazyJson();
+  return raw && !raw->empty() && raw->front() == '{' ? FromText(std::string(*raw)) : LazyJson();
 }
 
 const nlohmann::json& LazyJson::value() const {

@@ -2,8 +2,10 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
+#include "gateway/core/json_scan.h"
 #include "nlohmann/json.hpp"
 
 namespace relay::gateway {
@@ -21,8 +23,15 @@ namespace relay::gateway {
 class LazyJson {
  public:
   LazyJson() = default;  // absent
+  // The scan kept for lookups holds views into text_, which a move of a short
+  // (inline) string would leave behind: copies and moves scan again.
+  LazyJson(const LazyJson& other) { *this = other; }
+  LazyJson(LazyJson&& other) noexcept { *this = std::move(other); }
+  LazyJson& operator=(const LazyJson& other);
+  LazyJson& operator=(LazyJson&& other) noexcept;
 
-  // Text that has been checked to be one JSON value (ScanJson), trimmed.
+  // Text that has been checked to be one JSON value (ScanJson), without
+  // surrounding spaces: nothing here checks it again.
   static LazyJson FromText(std::string text);
   static LazyJson FromValue(nlohmann::json value);
 
@@ -53,6 +62,8 @@ class LazyJson {
   std::string text_;
   mutable std::optional<nlohmann::json> value_;
   bool changed_ = false;  // value_ differs from text_
+  // text_'s top-level members, scanned on the first lookup.
+  mutable std::optional<ScannedJson> scan_;
 };
 
 }  // namespace relay::gateway

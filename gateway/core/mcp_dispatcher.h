@@ -215,7 +215,9 @@ class McpDispatcher {
   PostDecision HandleMessage(const std::string& account, const AgentHeaders& headers,
                              RpcMessage message) const;
   // The agent's progress token is replaced by one of the relay's, unique to
-  // the call, so that the tab's progress finds its way back.
+  // the call, so that the tab's progress finds its way back. params must be
+  // an object whose "_meta" is an object holding "progressToken" (SealPlan
+  // checks, without a parse).
   static void ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan);
   // The plan takes the request's params (serialized once) and id, and is the decision.
   static void SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision& decision);

@@ -51,11 +51,9 @@ absl::Status RouterLink::OnFrame(absl::string_view frame) {
       return absl::OkStatus();
     }
   }
-  relay::v1::RouterBatch* batch = in_.Parse(frame);
-  if (batch == nullptr) {
+  if (!in_.Parse(frame, [this](relay::v1::RouterBatch& batch) { owner_.OnBatch(batch); })) {
     return absl::InvalidArgumentError("the router sent a frame that is not a RouterBatch");
   }
-  owner_.OnBatch(*batch);
   return absl::OkStatus();
 }
 

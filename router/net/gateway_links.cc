@@ -68,13 +68,12 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
   }
 
   absl::Status OnFrame(absl::string_view frame) override {
-    GatewayBatch* batch = in_.Parse(frame);
-    if (batch == nullptr) {
+    const uint64_t link = link_id_.load();
+    if (!in_.Parse(frame, [&](GatewayBatch& batch) { hub_.Handle(link, batch); })) {
       common::LogWarn("a gateway's link frame is not a GatewayBatch; ending the link",
                       {{"link", link_id_.load()}});
       return absl::InvalidArgumentError("a frame that is not a GatewayBatch");
     }
-    hub_.Handle(link_id_.load(), *batch);
     return absl::OkStatus();
   }
 
