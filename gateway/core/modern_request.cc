@@ -15,14 +15,9 @@ namespace {
 constexpr std::array<absl::string_view, 8> kLevels = {
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
-// params._meta, when it is an object: the one part of the params read here.
-std::optional<nlohmann::json> Meta(const RpcMessage& message) {
-  LazyJson meta = message.params.ObjectOf("_meta");
-  if (!meta.present()) {
-    return std::nullopt;
-  }
-  return meta.value();
-}
+// params._meta, when it is an object: the one part of the params read here,
+// member by member from its text (it is read for every 2026-07-28 request).
+LazyJson Meta(const RpcMessage& message) { return message.params.ObjectOf("_meta"); }
 
 ModernRefusal Refusal(int code, std::string message, nlohmann::json data = nullptr) {
   return ModernRefusal{400, code, std::move(message), std::move(data)};
@@ -52,9 +47,10 @@ std::optional<std::string> BodyName(const RpcMessage& message) {
   return std::nullopt;
 }
 
-bool Declares(const nlohmann::json& capabilities, const char* name) {
-  auto it = capabilities.find(name);
-  return it != capabilities.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>());
+// Declared: present, and neither null nor false.
+bool Declares(const LazyJson& capabilities, const char* name) {
+  std::optional<char> kind = capabilities.KindOf(name);
+  return kind && *kind != 'n' && *kind != 'f';
 }
 
 }  // namespace
@@ -81,32 +77,31 @@ bool IsModern(const std::optional<std::string>& version_header, const RpcMessage
   if (message.method == "server/discover" || message.method == "subscriptions/listen") {
     return true;
   }
-  std::optional<nlohmann::json> meta = Meta(message);
-  return meta &&
-         (meta->contains(kMetaProtocolVersion) || meta->contains(kMetaClientCapabilities) ||
-          meta->contains(kMetaClientInfo));
+  LazyJson meta = Meta(message);
+  return meta.KindOf(kMetaProtocolVersion) || meta.KindOf(kMetaClientCapabilities) ||
+         meta.KindOf(kMetaClientInfo);
 }
 
 std::variant<ModernRequest, ModernRefusal> CheckModern(const ModernHeaders& headers,
                                                        const RpcMessage& message) {
-  std::optional<nlohmann::json> meta = Meta(message);
-  if (!meta) {
+  LazyJson meta = Meta(message);
+  if (!meta.present()) {
     return Refusal(kInvalidParams,
                    absl::StrCat("Invalid params: a ", kModernVersion,
                                 " request carries params._meta with ", kMetaProtocolVersion,
                                 " and ", kMetaClientCapabilities));
   }
-  auto version = meta->find(kMetaProtocolVersion);
-  if (version == meta->end() || !version->is_string()) {
+  std::optional<std::string> version = meta.StringOf(kMetaProtocolVersion);
+  if (!version) {
     return Refusal(kInvalidParams,
                    absl::StrCat("Invalid params: params._meta must name ", kMetaProtocolVersion));
   }
-  auto capabilities = meta->find(kMetaClientCapabilities);
-  if (capabilities == meta->end() || !capabilities->is_object()) {
+  LazyJson capabilities = meta.ObjectOf(kMetaClientCapabilities);
+  if (!capabilities.present()) {
     return Refusal(kInvalidParams, absl::StrCat("Invalid params: params._meta must carry ",
                                                 kMetaClientCapabilities, " (an object)"));
   }
-  const std::string& asked = version->get_ref<const std::string&>();
+  const std::string& asked = *version;
   if (!headers.protocol_version) {
     return Refusal(kHeaderMismatch,
                    "Header mismatch: the MCP-Protocol-Version header is required");
@@ -146,11 +141,11 @@ std::variant<ModernRequest, ModernRefusal> CheckModern(const ModernHeaders& head
   }
   ModernRequest request;
   request.version = asked;
-  request.capabilities.elicitation = Declares(*capabilities, "elicitation");
-  request.capabilities.sampling = Declares(*capabilities, "sampling");
-  request.capabilities.roots = Declares(*capabilities, "roots");
-  if (auto level = meta->find(kMetaLogLevel); level != meta->end() && level->is_string()) {
-    request.log_rank = LogRank(level->get_ref<const std::string&>());
+  request.capabilities.elicitation = Declares(capabilities, "elicitation");
+  request.capabilities.sampling = Declares(capabilities, "sampling");
+  request.capabilities.roots = Declares(capabilities, "roots");
+  if (std::optional<std::string> level = meta.StringOf(kMetaLogLevel)) {
+    request.log_rank = LogRank(*level);
     if (request.log_rank < 0) {
       return Refusal(kInvalidParams, absl::StrCat("Invalid params: ", kMetaLogLevel,
                                                   " must be an RFC 5424 level name"));

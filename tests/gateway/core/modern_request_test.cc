@@ -1,5 +1,6 @@
 #include "gateway/core/modern_request.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace relay::gateway {
@@ -10,7 +11,8 @@ RpcMessage Request(const std::string& method, nlohmann::json params) {
   message.kind = RpcMessage::Kind::kRequest;
   message.id = 1;
   message.method = method;
-  message.params = LazyJson::FromText(params.dump());
+  // As DecodeMessage gives them: the text, or absent.
+  message.params = params.is_null() ? LazyJson() : LazyJson::FromText(params.dump());
   return message;
 }
 
@@ -53,6 +55,25 @@ TEST(CheckModern, AcceptsAWellFormedRequestAndReadsItsOptions) {
   EXPECT_TRUE(request.capabilities.roots);
   EXPECT_FALSE(request.capabilities.sampling);
   EXPECT_EQ(request.log_rank, 3);
+}
+
+TEST(CheckModern, ACapabilityThatIsNullOrFalseIsNotDeclared) {
+  nlohmann::json meta = Meta({{"elicitation", nullptr}, {"sampling", false}, {"roots", 0}});
+  auto checked = CheckModern(Headers("tools/list"), Request("tools/list", {{"_meta", meta}}));
+  ASSERT_EQ(CodeOf(checked), 0);
+  const auto& request = std::get<ModernRequest>(checked);
+  EXPECT_FALSE(request.capabilities.elicitation);
+  EXPECT_FALSE(request.capabilities.sampling);
+  EXPECT_TRUE(request.capabilities.roots);
+  // The last of duplicate keys wins, and keys are read unescaped, as a parser reads them.
+  RpcMessage message = Request("tools/list", nullptr);
+  message.params = LazyJson::FromText(absl::StrCat(
+      R"({"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",)",
+      R"("io.modelcontextprotocol/protocolVersio\u006e":"2026-07-28",)",
+      R"("io.modelcontextprotocol/clientCapabilities":{"sampling":{},"sampling":false}}})"));
+  auto again = CheckModern(Headers("tools/list"), message);
+  ASSERT_EQ(CodeOf(again), 0);
+  EXPECT_FALSE(std::get<ModernRequest>(again).capabilities.sampling);
 }
 
 TEST(CheckModern, ClientInfoIsOptional) {
