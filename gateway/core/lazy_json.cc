@@ -137,11 +137,19 @@ nlohmann::json& LazyJson::mutable_value() {
 
 bool LazyJson::present() const { return changed_ ? !value_->is_null() : present_; }
 
-std::string LazyJson::text() const {
+std::string LazyJson::text() const& {
   if (changed_) {
     return value_->is_null() ? "" : DumpJson(*value_);
   }
   return text_;
+}
+
+std::string LazyJson::text() && {
+  if (changed_) {
+    return value_->is_null() ? "" : DumpJson(*value_);
+  }
+  scan_.reset();  // its views were into text_
+  return std::move(text_);
 }
 
 }  // namespace relay::gateway

@@ -52,7 +52,9 @@ class LazyJson {
   // The value to change; text() then writes it out.
   nlohmann::json& mutable_value();
   // The text to forward: as received unless changed; empty when absent.
-  std::string text() const;
+  std::string text() const&;
+  // The same, taken out of a LazyJson that is done with (no copy).
+  std::string text() &&;
 
  private:
   // The raw text of a top-level member, when read from the text.

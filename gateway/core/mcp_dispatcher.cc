@@ -340,7 +340,7 @@ void McpDispatcher::SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision
   if (message.params.ObjectOf("_meta").KindOf("progressToken")) {
     ReplaceProgressToken(message.params.mutable_value(), plan);
   }
-  plan.request.params = message.params.text();
+  plan.request.params = std::move(message.params).text();
   plan.id = std::move(message.id);
   decision.action = std::move(plan);
 }

@@ -25,6 +25,7 @@ TEST(LazyJson, TextGoesOnAsSentWhenUnchanged) {
   EXPECT_EQ(params.text(), sent);
   EXPECT_EQ(params.value()["a"], "\xc3\xa9");  // reading does not change it
   EXPECT_EQ(params.text(), sent);
+  EXPECT_EQ(std::move(params).text(), sent);
 }
 
 TEST(LazyJson, MembersAreFoundAsAParserFindsThem) {
