@@ -219,7 +219,8 @@ class McpDispatcher {
   // an object whose "_meta" is an object holding "progressToken" (SealPlan
   // checks, without a parse).
   static void ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan);
-  // The plan takes the request's params (serialized once) and id, and is the decision.
+  // The plan takes the request's params (the agent's text, rewritten only for a
+  // progress token) and id, and is the decision.
   static void SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision& decision);
   HttpReply Failure(const ForwardPlan& plan, int code, absl::string_view text) const;
   // The 2026-07-28 era (mcp_modern.cc).
