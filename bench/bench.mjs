@@ -12,6 +12,8 @@
 //                                  a quick look while working: some systems, no load sweep
 //   bench/run.sh --memory 2000     N idle tabs and N idle GET streams against one gateway:
 //                                  resident memory per connection
+//   bench/run.sh --machine         only how often this machine stops a busy core (also printed
+//                                  after the sweep): the floor under any server's tail here
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -28,6 +30,7 @@ const { values: opts } = parseArgs({
     only: { type: 'string', default: 'relay,modern,node,ts' },
     'no-sweep': { type: 'boolean', default: false },
     memory: { type: 'string' },
+    machine: { type: 'boolean', default: false },
     out: { type: 'string', default: join(repoRoot, 'docs', 'perf') },
   },
 });
@@ -109,6 +112,17 @@ async function saturate(system) {
   const calls = rps * seconds;
   const cpu = system.procs.map(([name, pid], i) => [name, ((cpuSeconds(pid) - before[i]) * 1e6) / calls]);
   return { name: system.name, rps, p50, p99, non2xx, errors, cpu };
+}
+
+// The load generator's sleeping thread: how often the machine woke it late during the point.
+const stallText = (p) => `sleeper woken ≥ 2 ms late ${p.stalls_2ms}× (longest ${p.stall_max_ms.toFixed(1)} ms)`;
+
+// How often this machine stops a busy core: with every core spinning, the gaps in which one
+// did not run. Any call in flight there waits out the gap, so these bound any server's tail.
+async function machine(probeSeconds = 5) {
+  const { out } = await run(join(binDir, 'relay-stallprobe'), [`--seconds=${probeSeconds}`]);
+  const cores = out.trim().split('\n').map((line) => JSON.parse(line));
+  console.log(`\nthis machine with every core busy for ${probeSeconds} s (relay-stallprobe): ${cores.map((c) => `core ${c.cpu} stopped ${c.gaps_2ms}× for ≥ 2 ms and ${c.gaps_1ms}× for ≥ 1 ms, longest ${c.longest_ms.toFixed(1)} ms, ${(c.lost_ms / (probeSeconds * 10)).toFixed(2)} % of the time lost`).join('; ')}`);
 }
 
 async function openLoop(system, rate, loadSeconds) {
@@ -236,7 +250,7 @@ async function compare() {
         const p = await openLoop(s, r.rps * f, loadSeconds);
         const cpuUs = s.procs.reduce((sum, [, pid], i) => sum + (cpuSeconds(pid) - before[i]), 0) * 1e6 / Math.max(1, p.achieved * loadSeconds);
         points.push(p);
-        console.log(`${pad(s.name, 26)} offered ${pad(Math.round(p.offered), 7)} (${Math.round(f * 100)}% of its saturation): achieved ${pad(p.achieved, 7)} p50 ${p.p50_ms.toFixed(2)} ms, p99 ${p.p99_ms.toFixed(2)} ms, p99.9 ${p.p999_ms.toFixed(2)} ms, CPU per call ${cpuUs.toFixed(0)} µs${p.errors || p.non200 ? `, errors ${p.errors}, non-200 ${p.non200}` : ''}`);
+        console.log(`${pad(s.name, 26)} offered ${pad(Math.round(p.offered), 7)} (${Math.round(f * 100)}% of its saturation): achieved ${pad(p.achieved, 7)} p50 ${p.p50_ms.toFixed(2)} ms, p99 ${p.p99_ms.toFixed(2)} ms, p99.9 ${p.p999_ms.toFixed(2)} ms, CPU per call ${cpuUs.toFixed(0)} µs, ${stallText(p)}${p.errors || p.non200 ? `, errors ${p.errors}, non-200 ${p.non200}` : ''}`);
         // A point that failed: say which process stopped, with its last words.
         if (p.errors) for (const proc of [...stack.procs, ...extra].filter((x) => x.exited)) console.log(`  ${proc.name} exited (${proc.exitCode ?? proc.exitSignal}): ${proc.tail()}`);
       }
@@ -245,8 +259,9 @@ async function compare() {
     console.log('');
     for (const s of series) {
       const half = s.points[fractions.indexOf(0.5)];
-      console.log(`${s.name} at half its saturation (${Math.round(half.offered)} calls/s): p50 ${half.p50_ms.toFixed(2)} ms, p99 ${half.p99_ms.toFixed(2)} ms`);
+      console.log(`${s.name} at half its saturation (${Math.round(half.offered)} calls/s): p50 ${half.p50_ms.toFixed(2)} ms, p99 ${half.p99_ms.toFixed(2)} ms (${stallText(half)})`);
     }
+    await machine();
     const svg = join(opts.out, 'latency-vs-load.svg');
     chart(series, svg);
     console.log(`chart: ${svg.replace(repoRoot + '/', '')}`);
@@ -321,6 +336,8 @@ async function memory(n) {
 
 if (opts.memory) {
   await memory(Number(opts.memory));
+} else if (opts.machine) {
+  await machine();
 } else {
   await compare();
 }

@@ -2,9 +2,14 @@
 // scheduled at a fixed rate whatever the server does (unlike wrk, which waits for each
 // answer), and each latency is measured from the request's scheduled time, so that queueing
 // shows (no coordinated omission). Prints one JSON line of figures.
+//
+// Beside the load, a thread that only sleeps 1 ms at a time measures how late the machine wakes
+// it ("stalls": a vCPU descheduled by the host, or a run queue too long). On a shared virtual
+// machine those stalls, not the server, can set the tail; the figures say how many there were.
 //   relay-loadgen --url http://127.0.0.1:PORT/mcp --rate 5000 --seconds 5 --connections 32
 //                 --header "Name: value" ... --body '{...}'
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -12,6 +17,7 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -102,6 +108,50 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
   Clock::time_point scheduled_;
+};
+
+// How late a thread that sleeps 1 ms at a time is woken, while the load runs.
+class StallMeter {
+ public:
+  StallMeter() : thread_([this] { Run(); }) {}
+  ~StallMeter() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+
+  // Call after Stop().
+  uint64_t at_least_1ms() const { return at_least_1ms_; }
+  uint64_t at_least_2ms() const { return at_least_2ms_; }
+  double longest_ms() const { return longest_us_ / 1000; }
+  double total_ms() const { return total_us_ / 1000; }  // lateness of 0.5 ms or more, summed
+
+ private:
+  void Run() {
+    constexpr auto kNap = std::chrono::milliseconds(1);
+    while (!stop_) {
+      Clock::time_point before = Clock::now();
+      std::this_thread::sleep_for(kNap);
+      double late_us =
+          std::chrono::duration<double, std::micro>(Clock::now() - before - kNap).count();
+      if (late_us >= 500) {
+        total_us_ += late_us;
+        at_least_1ms_ += late_us >= 1000;
+        at_least_2ms_ += late_us >= 2000;
+        longest_us_ = std::max(longest_us_, late_us);
+      }
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  uint64_t at_least_1ms_ = 0;
+  uint64_t at_least_2ms_ = 0;
+  double longest_us_ = 0;
+  double total_us_ = 0;
+  std::thread thread_;  // last: it starts reading the members above at once
 };
 
 double Percentile(std::vector<double>& sorted, double p) {
@@ -195,6 +245,7 @@ int main(int argc, char** argv) {
       timer.async_wait([&](beast::error_code) { tick(); });
     }
   };
+  StallMeter stalls;
   tick();
   // Send for the duration, then give the last answers up to 5 s.
   const auto end = start + std::chrono::duration_cast<Clock::duration>(
@@ -206,16 +257,21 @@ int main(int argc, char** argv) {
     io.run_for(std::chrono::milliseconds(10));
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  stalls.Stop();
   std::vector<double>& l = figures.latencies_us;
   std::sort(l.begin(), l.end());
   std::printf(
       "{\"offered\":%.0f,\"sent\":%llu,\"completed\":%zu,\"errors\":%llu,\"non200\":%llu,"
       "\"achieved\":%.0f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-      "\"max_ms\":%.3f}\n",
+      "\"max_ms\":%.3f,\"stalls_1ms\":%llu,\"stalls_2ms\":%llu,\"stall_max_ms\":%.3f,"
+      "\"stall_total_ms\":%.1f}\n",
       rate, static_cast<unsigned long long>(issued), l.size(),
       static_cast<unsigned long long>(figures.errors),
       static_cast<unsigned long long>(figures.non_200), l.size() / elapsed,
       Percentile(l, 0.5) / 1000, Percentile(l, 0.9) / 1000, Percentile(l, 0.99) / 1000,
-      Percentile(l, 0.999) / 1000, l.empty() ? 0.0 : l.back() / 1000);
+      Percentile(l, 0.999) / 1000, l.empty() ? 0.0 : l.back() / 1000,
+      static_cast<unsigned long long>(stalls.at_least_1ms()),
+      static_cast<unsigned long long>(stalls.at_least_2ms()), stalls.longest_ms(),
+      stalls.total_ms());
   return 0;
 }
