@@ -44,8 +44,13 @@ namespace {
 
 // Connecting, or a client's handshake, may take this long.
 constexpr auto kOpenTimeout = std::chrono::seconds(10);
-// Links (and handshakes under way) a listener holds at once.
+// Links a listener holds open at once.
 constexpr size_t kMaxLinks = 1024;
+// Handshakes under way at once, apart from the links: a new one past this
+// drops the oldest, so that connections that never finish cannot keep a
+// gateway out (anyone who reaches the port may open them; a gateway's own
+// handshake takes milliseconds).
+constexpr size_t kMaxHandshakes = 64;
 
 // A dead peer of a long-lived link is noticed within seconds, idle or not
 // (the kernel probes an idle link; unacknowledged data gives up after 20 s).
@@ -497,6 +502,9 @@ void LinkChannel::WriteRound() {
 }
 
 bool LinkChannel::Delivered() const {
+  // Races a close on the channel's thread: the number may already be another
+  // socket's, and this one answer wrong. Callers check the channel is still
+  // open and ask again within milliseconds, so one wrong answer costs nothing.
   const int fd = fd_.load(std::memory_order_acquire);
   int unacknowledged = 0;
   return fd < 0 || ::ioctl(fd, SIOCOUTQ, &unacknowledged) != 0 || unacknowledged == 0;
@@ -539,8 +547,22 @@ struct LinkListener::State {
   asio::steady_timer backoff{io};
   std::shared_ptr<LinkTls> tls;
   Factory make;
-  std::vector<std::weak_ptr<LinkChannel>> channels;  // accepted; the thread's alone
+  std::vector<std::weak_ptr<LinkChannel>> channels;  // accepted, oldest first; the thread's alone
+  // A flood of connections is told of once a second, not once each.
+  std::chrono::steady_clock::time_point last_warning;
+  int64_t unwarned = 0;
   std::thread thread;
+
+  void Warn(absl::string_view what, int64_t links) {
+    ++unwarned;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_warning < std::chrono::seconds(1)) {
+      return;
+    }
+    LogWarn(what, {{"links", links}, {"connections", unwarned}});
+    last_warning = now;
+    unwarned = 0;
+  }
 };
 
 LinkListener::LinkListener(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -607,13 +629,30 @@ void LinkListener::Accept() {
     }
     std::vector<std::weak_ptr<LinkChannel>>& channels = state_->channels;
     std::erase_if(channels, [](const std::weak_ptr<LinkChannel>& c) { return c.expired(); });
-    if (channels.size() >= kMaxLinks) {
-      // Gateways are few; thousands of connections are someone else's.
-      LogWarn("too many links open; closing a new one", {{"links", static_cast<int64_t>(channels.size())}});
+    size_t open = 0;
+    std::vector<std::shared_ptr<LinkChannel>> opening;  // oldest first
+    for (const std::weak_ptr<LinkChannel>& weak : channels) {
+      if (std::shared_ptr<LinkChannel> c = weak.lock(); c && !c->closed_) {
+        if (c->open_) {
+          ++open;
+        } else {
+          opening.push_back(std::move(c));
+        }
+      }
+    }
+    if (open >= kMaxLinks) {
+      // Gateways are few; thousands of links are someone else's.
+      state_->Warn("too many links open; closing new connections", static_cast<int64_t>(open));
       error_code ignored;
       channel->io_->socket.close(ignored);
       Accept();
       return;
+    }
+    if (opening.size() >= kMaxHandshakes) {
+      state_->Warn("too many link handshakes under way; dropping the oldest",
+                   static_cast<int64_t>(open));
+      opening.front()->CloseNow(
+          absl::ResourceExhaustedError("the handshake was dropped for newer ones"));
     }
     channels.push_back(channel);
     channel->Adopt();

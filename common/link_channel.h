@@ -119,8 +119,9 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
 
 // Accepts links on one address, on a thread of its own, and hands each to a
 // channel from make() once its TLS handshake is done. A client that does not
-// finish its handshake within 10 s is dropped, and beyond 1,024 links open at
-// once a new one is closed at once.
+// finish its handshake within 10 s is dropped; beyond 64 handshakes under way
+// the oldest is dropped; beyond 1,024 links open a new connection is closed at
+// once.
 class LinkListener {
  public:
   using Factory = std::function<std::shared_ptr<LinkChannel>(boost::asio::io_context& io)>;

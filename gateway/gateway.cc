@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/cq_loop.h"
 #include "common/crypto.h"
+#include "common/link_frame.h"
 #include "common/log.h"
 #include "gateway/core/catalogue.h"
 #include "gateway/net/agent_stream.h"
@@ -98,9 +99,39 @@ void Gateway::Parts::WatchCatalogue() {
   });
 }
 
+namespace {
+
+// Every message crosses a link in one frame, and a peer ends the whole link
+// (every call on it) at a frame over common::kMaxLinkFrameBytes. So the limits
+// on what the gateway takes in must keep the largest frame under it: a call's
+// answer carries the tab's answer and its view line, each a tab message; a
+// request carries the agent's body. 1 MiB is left for the other fields.
+absl::Status CheckMessageLimits(const GatewayOptions& options) {
+  constexpr size_t kMiB = 1 << 20;
+  constexpr size_t kRoom = common::kMaxLinkFrameBytes - kMiB;
+  if (options.max_body_bytes < 1 || options.max_body_bytes > kRoom) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_body_bytes must be between 1 and ", kRoom, " (", kRoom / kMiB,
+        " MiB): a request crosses the link to the router in one frame of at most ",
+        common::kMaxLinkFrameBytes / kMiB, " MiB"));
+  }
+  if (options.max_tab_message_bytes < 1 || options.max_tab_message_bytes > kRoom / 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_tab_message_bytes must be between 1 and ", kRoom / 2, " (", kRoom / 2.0 / kMiB,
+        " MiB): an answer and its view line cross the link in one frame of at most ",
+        common::kMaxLinkFrameBytes / kMiB, " MiB"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   if (config.routers.empty()) {
     return absl::InvalidArgumentError("--router_addrs is empty");
+  }
+  if (absl::Status limits = CheckMessageLimits(config.options); !limits.ok()) {
+    return limits;
   }
   auto catalogue = CatalogueFile::Open(config.catalogue_path);
   if (!catalogue.ok()) {

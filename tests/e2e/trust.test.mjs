@@ -157,6 +157,32 @@ test('a link frame that announces more than 64 MiB ends that link alone', async 
   for (const g of stack.gateways) assert.equal((await fetch(`http://127.0.0.1:${g.port}/readyz`)).status, 200);
 });
 
+test("connections that never finish a handshake cannot keep a gateway off the link port", async () => {
+  // More idle connections than the router holds links (1,024): anyone who reaches the port
+  // can open them, without a certificate.
+  const net = await import('node:net');
+  const port = stack.routers[0].linkPort;
+  const idle = [];
+  let closed = 0;
+  for (let i = 0; i < 1100; i++) {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.on('error', () => {});
+    socket.on('close', () => { closed++; });
+    idle.push(socket);
+  }
+  try {
+    // The router keeps the newest 64 handshakes and drops the older ones.
+    await waitUntil(() => closed >= 1100 - 64, 'the router to drop the older idle connections');
+    await stack.routers[0].waitForLine((l) => l.includes('too many link handshakes under way; dropping the oldest'), 'the router to say so');
+    // A gateway's certificate is still admitted: the router's first frame, empty, says so.
+    const gateway = await linkAnswer(tlsFiles('gateway'));
+    assert.deepEqual([...gateway.got.subarray(0, 4)], [0, 0, 0, 0]);
+    for (const g of stack.gateways) assert.equal((await fetch(`http://127.0.0.1:${g.port}/readyz`)).status, 200);
+  } finally {
+    for (const socket of idle) socket.destroy();
+  }
+});
+
 test('a private key readable by others is refused at start, with the fix', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'relay-open-key-'));
   try {
@@ -206,6 +232,18 @@ test('a secret file readable by others, or too short, is refused at start with t
     assert.match(await gatewayWith('short.secret', 'short', 0o600), /fewer than 32 characters; make a new one: head -c 32/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('message limits a link frame could not carry are refused at start, with the largest allowed', async () => {
+  for (const [flag, expect] of [['--max_body_bytes=-1', /--max_body_bytes must be between 1 and 66060288 \(63 MiB\)/],
+    ['--max_tab_message_bytes=40000000', /--max_tab_message_bytes must be between 1 and 33030144 \(31\.5 MiB\)/]]) {
+    const gw = startProcess('gateway-limits', join(binDir, 'relay-gateway'), [
+      '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${stack.authsvcPort}`,
+      `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`, flag, ...tlsArgs('gateway')]);
+    await gw.exitPromise;
+    assert.notEqual(gw.exitCode, 0);
+    assert.ok(gw.lines.some((l) => expect.test(l)), gw.lines.join('\n'));
   }
 });
 
