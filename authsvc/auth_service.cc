@@ -54,7 +54,7 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
     nlohmann::json body = {{"token", request->token()}, {"address", request->address()}};
     Ask("agent/verify", body.dump(), std::move(done));
   };
-  cache_.Verify(common::Sha256Hex(request->token()), fetch,
+  cache_.Verify(common::Sha256Hex(request->token()), request->address(), fetch,
                 [this, reactor, response](const VerifyCache::Result& answer) {
                   if (!answer.ok()) {
                     reactor->Finish(UpstreamFailure(answer.status()));
@@ -222,9 +222,20 @@ grpc::ServerUnaryReactor* AuthService::Forget(grpc::CallbackServerContext* conte
     refused->Finish(common::DeniedUnless(common::kRoleOperator, "Auth.Forget"));
     return refused;
   }
+  auto* reactor = context->DefaultReactor();
+  // What matches nothing would answer "dropped 0", as if it had expired.
+  if (request->has_token_sha256() && !common::IsSha256Hex(request->token_sha256())) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "token_sha256 must be the token's SHA-256 as 64 lowercase hex "
+                                 "digits (sha256sum prints it)"));
+    return reactor;
+  }
+  if (request->has_user() && request->user().empty()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "user is empty"));
+    return reactor;
+  }
   size_t dropped = ForgetNow(*request);
   response->set_dropped(static_cast<uint32_t>(dropped));
-  auto* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -11,10 +11,6 @@ common::OperatorReply Error(int status, const std::string& message) {
   return {status, nlohmann::json{{"error", message}}.dump()};
 }
 
-bool IsSha256Hex(const std::string& text) {
-  return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
 }  // namespace
 
 std::optional<common::OperatorReply> AnswerForgetHook(
@@ -36,7 +32,7 @@ std::optional<common::OperatorReply> AnswerForgetHook(
     what.set_user(body["user"].get<std::string>());
   } else if (body.is_object() && body.size() == 1 && body.contains("tokenSha256") &&
              body["tokenSha256"].is_string() &&
-             IsSha256Hex(body["tokenSha256"].get_ref<const std::string&>())) {
+             common::IsSha256Hex(body["tokenSha256"].get_ref<const std::string&>())) {
     what.set_token_sha256(body["tokenSha256"].get<std::string>());
   } else {
     return Error(400,

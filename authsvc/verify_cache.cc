@@ -2,11 +2,15 @@
 
 #include <optional>
 
+#include "absl/strings/str_cat.h"
+
 namespace relay::authsvc {
 
-void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Done done) {
+void VerifyCache::Verify(const std::string& token_sha256, const std::string& address,
+                         const Fetch& fetch, Done done) {
   std::optional<HostAnswer> cached;
-  bool first = false;
+  std::string join;
+  std::shared_ptr<Pending> started;  // set when this caller starts the upstream request
   {
     absl::MutexLock lock(&mu_);
     auto it = index_.find(token_sha256);
@@ -20,31 +24,41 @@ void VerifyCache::Verify(const std::string& token_sha256, const Fetch& fetch, Do
       if (it != index_.end()) {
         EraseLocked(it->second);
       }
-      auto [pending, inserted] = pending_.try_emplace(token_sha256);
-      pending->second.waiters.push_back(std::move(done));
-      if (inserted) {
-        pending->second.forget_epoch = forget_epoch_;
+      join = absl::StrCat(token_sha256, "\n", address);
+      std::shared_ptr<Pending>& pending = pending_[join];
+      // A request started before a Forget is left to the callers that were
+      // waiting then; a caller after it asks anew.
+      if (pending == nullptr || pending->forget_epoch != forget_epoch_) {
+        pending = std::make_shared<Pending>();
+        pending->forget_epoch = forget_epoch_;
+        started = pending;
       }
-      first = inserted;  // else another caller's request answers this one too
-      ++(first ? stats_.misses : stats_.coalesced);
+      pending->waiters.push_back(std::move(done));
+      ++(started ? stats_.misses : stats_.coalesced);
     }
   }
   if (cached) {
     done(*cached);
-  } else if (first) {
-    fetch([this, key = token_sha256](const Result& result) { Complete(key, result); });
+  } else if (started) {
+    fetch([this, key = token_sha256, join = std::move(join),
+           started = std::move(started)](const Result& result) {
+      Complete(key, join, started, result);
+    });
   }
 }
 
-void VerifyCache::Complete(const std::string& key, const Result& upstream) {
+void VerifyCache::Complete(const std::string& key, const std::string& join,
+                           const std::shared_ptr<Pending>& pending, const Result& upstream) {
   Result result = upstream;
   std::vector<Done> waiters;
   {
     absl::MutexLock lock(&mu_);
-    auto pending = pending_.find(key);
-    waiters = std::move(pending->second.waiters);
-    bool forgotten = pending->second.forget_epoch != forget_epoch_;
-    pending_.erase(pending);
+    waiters = std::move(pending->waiters);
+    bool forgotten = pending->forget_epoch != forget_epoch_;
+    // Unless a request after a Forget took its place.
+    if (auto it = pending_.find(join); it != pending_.end() && it->second == pending) {
+      pending_.erase(it);
+    }
     absl::Duration ttl = absl::ZeroDuration();
     if (result.ok() && result->kind == HostAnswer::Kind::kOk) {
       ttl = options_.ttl;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,10 @@ struct VerifyCacheOptions {
 
 // Verifications by SHA-256 of the token (never the token): a yes for ttl, a
 // no for negative_ttl, nothing else (lock-outs and failures are never
-// cached). Concurrent verifications of one token share one upstream request.
+// cached). Concurrent verifications of one token from one address share one
+// upstream request: not across addresses, since the host's brake answers per
+// address, and not across a Forget, since a request started before it may
+// carry the answer from before it.
 // Thread-safe; plain C++; time comes from the injected clock.
 class VerifyCache {
  public:
@@ -36,9 +40,10 @@ class VerifyCache {
       : options_(options), clock_(std::move(clock)) {}
 
   // done runs exactly once: at once from the cache, or when the upstream
-  // request (this caller's or a concurrent one's) ends.
-  void Verify(const std::string& token_sha256, const Fetch& fetch, Done done)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // request (this caller's or a concurrent one's) ends. address: the
+  // agent's, as the upstream request carries it.
+  void Verify(const std::string& token_sha256, const std::string& address, const Fetch& fetch,
+              Done done) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Drop cached answers at once; verifications in flight are not cached
   // either. Return how many cached entries were dropped.
@@ -67,7 +72,10 @@ class VerifyCache {
     uint64_t forget_epoch = 0;
   };
 
-  void Complete(const std::string& key, const Result& result) ABSL_LOCKS_EXCLUDED(mu_);
+  // key: the cache's; join: pending_'s.
+  void Complete(const std::string& key, const std::string& join,
+                const std::shared_ptr<Pending>& pending, const Result& result)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void EraseLocked(std::list<Entry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const VerifyCacheOptions options_;
@@ -75,7 +83,8 @@ class VerifyCache {
   mutable absl::Mutex mu_;
   std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  // By token hash and address: the upstream request later callers may join.
+  absl::flat_hash_map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   uint64_t forget_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };

@@ -36,6 +36,10 @@ const EVP_MD* Sha256() {
 
 }  // namespace
 
+bool IsSha256Hex(absl::string_view text) {
+  return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == absl::string_view::npos;
+}
+
 std::string Sha256Hex(absl::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

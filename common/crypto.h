@@ -15,6 +15,8 @@ namespace relay::common {
 
 // Lowercase hex SHA-256 of data (OpenSSL).
 std::string Sha256Hex(absl::string_view data);
+// text is what Sha256Hex writes: 64 lowercase hex digits.
+bool IsSha256Hex(absl::string_view text);
 
 // Raw 32-byte HMAC-SHA256 of data under key (OpenSSL).
 std::string HmacSha256(absl::string_view key, absl::string_view data);

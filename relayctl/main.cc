@@ -346,7 +346,8 @@ int AuthForget() {
   if (!user.empty()) {
     request.set_user(user);
   } else {
-    request.set_token_sha256(hash);
+    // As sha256sum prints it, or in capitals: the same hash.
+    request.set_token_sha256(absl::AsciiStrToLower(hash));
   }
   relay::v1::ForgetResponse response;
   if (!CallAuthsvc(&relay::v1::Auth::Stub::Forget, request, &response)) {

@@ -50,7 +50,7 @@ class VerifyCacheTest : public ::testing::Test {
   // Verifies and returns the result, if it came synchronously.
   std::optional<VerifyCache::Result> Verify(VerifyCache& cache, const std::string& key) {
     std::optional<VerifyCache::Result> out;
-    cache.Verify(key, upstream_.Fetcher(), [&out](const VerifyCache::Result& r) { out = r; });
+    cache.Verify(key, "", upstream_.Fetcher(), [&out](const VerifyCache::Result& r) { out = r; });
     return out;
   }
 
@@ -120,7 +120,7 @@ TEST_F(VerifyCacheTest, ConcurrentVerificationsShareOneRequest) {
   VerifyCache cache = Make();
   std::vector<VerifyCache::Result> results;
   for (int i = 0; i < 5; ++i) {
-    cache.Verify("h1", upstream_.Fetcher(),
+    cache.Verify("h1", "", upstream_.Fetcher(),
                  [&results](const VerifyCache::Result& r) { results.push_back(r); });
   }
   EXPECT_EQ(upstream_.requests, 1);
@@ -135,7 +135,7 @@ TEST_F(VerifyCacheTest, CoalescedFailureReachesAllWaitersAndTheNextCallRetries) 
   VerifyCache cache = Make();
   std::vector<VerifyCache::Result> results;
   for (int i = 0; i < 3; ++i) {
-    cache.Verify("h1", upstream_.Fetcher(),
+    cache.Verify("h1", "", upstream_.Fetcher(),
                  [&results](const VerifyCache::Result& r) { results.push_back(r); });
   }
   upstream_.Answer(absl::UnavailableError("host API down"));
@@ -169,6 +169,45 @@ TEST_F(VerifyCacheTest, AnAnswerInFlightDuringForgetIsNotCached) {
   cache.ForgetUser("alice");
   upstream_.Answer(Ok("alice"));
   EXPECT_FALSE(Verify(cache, "a1").has_value());
+}
+
+TEST_F(VerifyCacheTest, ACallerAfterAForgetDoesNotJoinARequestFromBeforeIt) {
+  VerifyCache cache = Make();
+  std::optional<VerifyCache::Result> before, after;
+  cache.Verify("a1", "", upstream_.Fetcher(), [&](const VerifyCache::Result& r) { before = r; });
+  // The token is revoked while the host still answers for the check made before.
+  cache.ForgetToken("a1");
+  cache.Verify("a1", "", upstream_.Fetcher(), [&](const VerifyCache::Result& r) { after = r; });
+  EXPECT_EQ(upstream_.requests, 2);
+  upstream_.Answer(Ok("alice"));  // the check from before the revocation
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ((*before)->kind, HostAnswer::Kind::kOk);
+  EXPECT_FALSE(after.has_value());  // still waits for its own answer
+  upstream_.Answer(Invalid());
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ((*after)->kind, HostAnswer::Kind::kInvalid);
+  // The answer after the revocation is the one kept.
+  auto hit = Verify(cache, "a1");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ((*hit)->kind, HostAnswer::Kind::kInvalid);
+}
+
+TEST_F(VerifyCacheTest, OneTokenFromTwoAddressesIsAskedForEach) {
+  VerifyCache cache = Make();
+  std::optional<VerifyCache::Result> locked, other;
+  cache.Verify("a1", "192.0.2.1", upstream_.Fetcher(),
+               [&](const VerifyCache::Result& r) { locked = r; });
+  cache.Verify("a1", "192.0.2.2", upstream_.Fetcher(),
+               [&](const VerifyCache::Result& r) { other = r; });
+  EXPECT_EQ(upstream_.requests, 2);
+  // The brake answers for the first address only.
+  upstream_.Answer(LockedOut());
+  ASSERT_TRUE(locked.has_value());
+  EXPECT_EQ((*locked)->kind, HostAnswer::Kind::kLockedOut);
+  EXPECT_FALSE(other.has_value());
+  upstream_.Answer(Ok("alice"));
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ((*other)->kind, HostAnswer::Kind::kOk);
 }
 
 TEST_F(VerifyCacheTest, StatsCountHitsNegativeHitsMissesAndCoalescedWaits) {

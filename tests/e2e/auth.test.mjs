@@ -2,7 +2,7 @@
 // php -S, which counts the requests it receives.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { startStack, binDir, allLogs, waitUntil } from './lib/stack.mjs';
@@ -57,6 +57,22 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     const out = execFileSync(join(binDir, 'relayctl'), [`--authsvc=127.0.0.1:${stack.authsvcPort}`, '--user=bob', 'auth', 'forget']).toString();
     assert.match(out, /dropped 1 cached verification/);
     assert.equal((await post(gw, token)).status, 401);
+  });
+
+  test('relayctl auth forget by token hash takes it in capitals too, and refuses what is not a hash', async () => {
+    const { createHash } = await import('node:crypto');
+    const token = await stack.mintToken('bob');
+    assert.ok(authorized((await post(gw, token)).status));
+    await stack.revokeToken(token);
+    const hash = createHash('sha256').update(token).digest('hex').toUpperCase();
+    const relayctl = (...args) => spawnSync(join(binDir, 'relayctl'), [`--authsvc=127.0.0.1:${stack.authsvcPort}`, ...args, 'auth', 'forget'], { encoding: 'utf8' });
+    const forgot = relayctl(`--token_sha256=${hash}`);
+    assert.equal(forgot.status, 0, forgot.stderr);
+    assert.match(forgot.stdout, /dropped 1 cached verification/);
+    assert.equal((await post(gw, token)).status, 401);
+    const wrong = relayctl('--token_sha256=not-a-hash');
+    assert.notEqual(wrong.status, 0);
+    assert.match(wrong.stderr, /token_sha256 must be the token's SHA-256 as 64 lowercase hex digits/);
   });
 
   test('the brake: the sixth wrong token from an address gets 429 with Retry-After, by X-Real-IP of a trusted proxy', async () => {
