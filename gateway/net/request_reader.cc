@@ -1,9 +1,12 @@
 #include "gateway/net/request_reader.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "gateway/net/response_writer.h"
 
 namespace relay::gateway {
@@ -15,6 +18,9 @@ namespace http = beast::http;
 namespace {
 
 constexpr size_t kHeaderLimit = 16 * 1024;
+// A body slower than this is given up (and a slow client holds a connection
+// only as long as it keeps sending).
+constexpr uint64_t kMinBodyBytesPerSecond = 16 * 1024;
 
 }  // namespace
 
@@ -50,7 +56,8 @@ void RequestReader::ReadHeaderBytes() {
   stream_.expires_after(timeouts_.header);
   http::async_read_header(stream_, buffer_, *parser_,
                           [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
-                            if (ec == http::error::header_limit) {
+                            if (ec == http::error::header_limit ||
+                                ec == http::error::buffer_overflow) {
                               return owner_.OnHeaderTooLarge();
                             }
                             if (ec) {
@@ -60,24 +67,49 @@ void RequestReader::ReadHeaderBytes() {
                           });
 }
 
+void RequestReader::StartBody(uint64_t bytes) {
+  // The body's own time: the header's went partly to reading it and to the
+  // verdict on its bearer.
+  body_deadline_ = std::chrono::steady_clock::now() + timeouts_.header +
+                   std::chrono::seconds(bytes / kMinBodyBytesPerSecond);
+}
+
+void RequestReader::ExpireForBody() {
+  stream_.expires_at(
+      std::min(std::chrono::steady_clock::now() + timeouts_.header, body_deadline_));
+}
+
 void RequestReader::ReadBody(uint64_t limit) {
   parser_->body_limit(limit);
-  http::async_read(stream_, buffer_, *parser_,
-                   [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
-                     if (ec == http::error::body_limit) {
-                       return owner_.OnBodyTooLarge();  // a chunked body over the limit
-                     }
-                     if (ec) {
-                       return owner_.OnPeerGone();
-                     }
-                     body_read_ = true;
-                     owner_.OnBody();
-                   });
+  StartBody(ContentLength().value_or(limit));
+  ReadBodySome();
+}
+
+void RequestReader::ReadBodySome() {
+  ExpireForBody();
+  http::async_read_some(stream_, buffer_, *parser_,
+                        [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
+                          // A chunked body over the limit, or a chunk's header
+                          // or trailer that does not end.
+                          if (ec == http::error::body_limit ||
+                              ec == http::error::buffer_overflow) {
+                            return owner_.OnBodyTooLarge();
+                          }
+                          if (ec) {
+                            return owner_.OnPeerGone();
+                          }
+                          if (!parser_->is_done()) {
+                            return ReadBodySome();
+                          }
+                          body_read_ = true;
+                          owner_.OnBody();
+                        });
 }
 
 void RequestReader::DiscardBody(uint64_t length) {
   // Read to the end before the 413: many clients fail on an answer that comes
   // while they are still sending.
+  StartBody(length);
   Discard(length);
 }
 
@@ -89,6 +121,7 @@ void RequestReader::Discard(uint64_t remaining) {
     body_read_ = true;
     return owner_.OnBodyTooLarge();
   }
+  ExpireForBody();
   stream_.async_read_some(
       buffer_.prepare(static_cast<size_t>(std::min<uint64_t>(remaining, 64 * 1024))),
       [this, owner = owner_.KeepAlive(), remaining](beast::error_code ec, size_t bytes) {
@@ -181,11 +214,21 @@ std::optional<std::string> RequestReader::Header(absl::string_view name) const {
 
 std::optional<uint64_t> RequestReader::ContentLength() const {
   // From the header, not Beast's boost::optional (which trips GCC's
-  // maybe-uninitialized warning under the sanitizers).
-  uint64_t length = 0;
+  // maybe-uninitialized warning under the sanitizers). Beast takes a list of
+  // equal values ("5, 5") as one; so must the limits, or a list would pass
+  // them.
   auto header = Header(http::field::content_length);
-  if (!header || !absl::SimpleAtoi(*header, &length)) {
+  if (!header) {
     return std::nullopt;
+  }
+  uint64_t length = 0;
+  for (absl::string_view item : absl::StrSplit(*header, ',')) {
+    uint64_t value = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(item), &value)) {
+      // Not what Beast admits: take it for too long, never for no length.
+      return std::numeric_limits<uint64_t>::max();
+    }
+    length = value;
   }
   return length;
 }

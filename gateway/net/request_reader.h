@@ -55,9 +55,13 @@ class RequestReader {
 
   // Reads the next request's header; OnHeader or another callback follows.
   void ReadNext();
-  // Reads the body, up to limit bytes; OnBody or OnBodyTooLarge follows.
+  // Reads the body, up to limit bytes; OnBody or OnBodyTooLarge follows. The
+  // body's bytes must keep coming (none for --header_timeout: given up), and
+  // all of them within --header_timeout plus a second per 16 KiB it is long
+  // (or may be).
   void ReadBody(uint64_t limit);
-  // Reads a body of length bytes and drops it; OnBodyTooLarge follows.
+  // Reads a body of length bytes and drops it; OnBodyTooLarge follows. The
+  // same deadlines.
   void DiscardBody(uint64_t length);
   // While a call lasts: notice the peer going away (OnPeerGone). Stops by
   // itself when the peer sends bytes ahead (kept for the next request).
@@ -69,7 +73,8 @@ class RequestReader {
   const Parser& parser() const { return *parser_; }
   std::optional<std::string> Header(boost::beast::http::field field) const;
   std::optional<std::string> Header(absl::string_view name) const;
-  // The request's Content-Length, if it has one (Beast has checked it).
+  // The request's Content-Length, if it has one (Beast has checked it: one
+  // number, or a list of equal ones).
   std::optional<uint64_t> ContentLength() const;
   // The request has a body that was not read: the connection cannot carry
   // another request.
@@ -82,13 +87,23 @@ class RequestReader {
   void ReadSome();
   void OnBytes(boost::beast::error_code ec, size_t bytes);
   void Discard(uint64_t remaining);
+  void ReadBodySome();
+  // Sets body_deadline_ for a body of up to bytes.
+  void StartBody(uint64_t bytes);
+  // Before each read of a body: its next bytes are due.
+  void ExpireForBody();
+
+  // What waits unparsed: a header (16 KiB), a chunk's header or trailer
+  // (Beast bounds neither), reads ahead. Past it a body read fails.
+  static constexpr size_t kMaxBuffered = 1 << 20;
 
   boost::beast::tcp_stream& stream_;
   ReaderOwner& owner_;
   const Timeouts timeouts_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_{kMaxBuffered};
   std::optional<Parser> parser_;
   boost::asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point body_deadline_;
   Wait wait_ = Wait::kNone;
   bool read_in_flight_ = false;
   bool first_request_ = true;

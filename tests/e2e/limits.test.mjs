@@ -149,6 +149,57 @@ test('slowloris: a header trickled in is cut off at --header_timeout, whatever k
   await silent.ended;
 });
 
+// Everything the gateway sends on socket until it closes it.
+function received(socket) {
+  let text = '';
+  socket.on('data', (d) => { text += d; });
+  return socket.ended.then(() => text);
+}
+
+test('a Content-Length given as a list of equal values is held to the body limit: 413, and the gateway lives on', async () => {
+  const token = await stack.mintToken('alice');
+  const socket = await connect(gwSmall.port);
+  const answer = received(socket);
+  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+    'Content-Length: 1099511627776, 1099511627776\r\n\r\nx');
+  assert.match(await answer, /^HTTP\/1\.1 413 /);
+  assert.equal((await fetch(`http://127.0.0.1:${gwSmall.port}/healthz`)).status, 200);
+});
+
+test("a chunk header that never ends is cut at 1 MiB with a 413, not buffered until the deadline", async () => {
+  const token = await stack.mintToken('alice');
+  const socket = await connect(gwSmall.port);
+  const answer = received(socket);
+  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+    'Transfer-Encoding: chunked\r\n\r\n1;');
+  // A chunk extension of 2 MiB, with no end of line; the gateway stops reading it at 1 MiB.
+  socket.write('x'.repeat(2 << 20));
+  assert.match(await answer, /^HTTP\/1\.1 413 /);
+});
+
+test('a body that keeps coming may take longer than --header_timeout; one that stops is cut off', async () => {
+  const token = await stack.mintToken('alice');
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'slow', version: '0' }, pad: 'x'.repeat(40000) } });
+  const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+    `Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  // Four pieces 400 ms apart: 1.2 s in all, past the 1 s for a header, never 1 s without bytes.
+  const socket = await connect(gwSmall.port);
+  const answer = received(socket);
+  socket.write(head);
+  const piece = Math.ceil(body.length / 4);
+  for (let i = 0; i < 4; i++) {
+    await new Promise((r) => setTimeout(r, 400));
+    socket.write(body.slice(i * piece, (i + 1) * piece));
+  }
+  assert.match(await answer, /^HTTP\/1\.1 200 /);
+  // The same request whose body stops half-way is closed without an answer.
+  const stalled = await connect(gwSmall.port);
+  const nothing = received(stalled);
+  stalled.write(head + body.slice(0, 100));
+  assert.equal(await nothing, '');
+});
+
 // Reads the gateway's relay_gateway_connections gauge over `socket`, a keep-alive connection
 // that stays open (and counted) after the read.
 function openConnections(socket) {
