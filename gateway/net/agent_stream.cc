@@ -25,7 +25,7 @@ AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, Connec
       account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
       listen_(std::move(listen)),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
-           MaxQueuedBytes(state.options)) {}
+           MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)) {}
 
 void AgentStream::Run(uint64_t last_event_id) {
   stream_.expires_never();

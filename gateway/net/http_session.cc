@@ -42,7 +42,7 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
           {absl::ToChronoMilliseconds(state.options.header_timeout),
            absl::ToChronoMilliseconds(state.options.idle_timeout)}),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
-           MaxQueuedBytes(state.options)),
+           MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)),
       timer_(stream_.get_executor()), round_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {

@@ -14,9 +14,11 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 
 ResponseWriter::ResponseWriter(beast::tcp_stream& stream, WriterOwner& owner,
-                               std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes)
+                               std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
+                               std::chrono::milliseconds write_timeout)
     : stream_(stream), owner_(owner), sse_keepalive_(sse_keepalive), out_(max_queued_bytes),
-      keepalive_timer_(stream.get_executor()) {}
+      keepalive_timer_(stream.get_executor()), write_timeout_(write_timeout),
+      write_timer_(stream.get_executor()) {}
 
 void ResponseWriter::Respond(int status, absl::string_view content_type, absl::string_view body,
                              absl::string_view extra_headers, bool keep_alive) {
@@ -47,6 +49,33 @@ void ResponseWriter::Stop() {
   stopped_ = true;
   sse_ = false;
   keepalive_timer_.cancel();
+  // Its handler holds the owner: let the owner go now, not at the deadline.
+  write_timer_.cancel();
+}
+
+void ResponseWriter::Fail() {
+  Stop();
+  beast::error_code ignored;
+  stream_.socket().close(ignored);
+  owner_.OnWriteFailed();
+}
+
+void ResponseWriter::WatchWrites() {
+  watching_writes_ = true;
+  write_timer_.expires_at(write_moved_ + write_timeout_);
+  write_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+    watching_writes_ = false;
+    if (ec || stopped_ || !out_.writing()) {
+      return;  // stopped, or nothing in flight: the next write arms it again
+    }
+    if (std::chrono::steady_clock::now() - write_moved_ >= write_timeout_) {
+      // The client keeps the connection but takes nothing: let it go rather
+      // than hold the connection and its output for ever.
+      common::LogWarn("agent connection takes no bytes; closing it");
+      return Fail();
+    }
+    WatchWrites();  // it moved meanwhile: a new deadline from there
+  });
 }
 
 void ResponseWriter::ScheduleKeepAlive() {
@@ -69,10 +98,7 @@ void ResponseWriter::Enqueue(std::string bytes) {
     // A client that keeps a stream open but does not read: let it go rather
     // than hold its output without bound.
     common::LogWarn("agent connection not read; closing it");
-    Stop();
-    beast::error_code ignored;
-    stream_.socket().close(ignored);
-    return owner_.OnWriteFailed();
+    return Fail();
   }
   if (out_.ready()) {
     DoWrite();
@@ -84,7 +110,20 @@ void ResponseWriter::DoWrite() {
   for (const std::string& bytes : out_.StartWrite()) {
     buffers.push_back(asio::buffer(bytes));
   }
-  asio::async_write(stream_.socket(), buffers,
+  write_moved_ = std::chrono::steady_clock::now();
+  if (!watching_writes_) {
+    WatchWrites();
+  }
+  // Asks before each send how much is left: a large answer to a slow client
+  // shows its headway as it goes.
+  auto moved = [this, sent = size_t{0}](const beast::error_code& ec, size_t bytes) mutable {
+    if (bytes != sent) {
+      sent = bytes;
+      write_moved_ = std::chrono::steady_clock::now();
+    }
+    return asio::transfer_all()(ec, bytes);
+  };
+  asio::async_write(stream_.socket(), buffers, std::move(moved),
                     [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t bytes) {
                       OnWrite(ec, bytes);
                     });
@@ -96,10 +135,7 @@ void ResponseWriter::OnWrite(beast::error_code ec, size_t) {
     return;
   }
   if (ec) {
-    Stop();
-    beast::error_code ignored;
-    stream_.socket().close(ignored);
-    return owner_.OnWriteFailed();
+    return Fail();
   }
   if (out_.ready()) {
     return DoWrite();

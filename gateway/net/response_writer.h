@@ -38,8 +38,11 @@ class WriterOwner {
 // open, and the end of each response. Runs on its owner's I/O thread.
 class ResponseWriter {
  public:
+  // A write that makes no headway for write_timeout (the client takes no
+  // bytes) ends the connection (OnWriteFailed).
   ResponseWriter(boost::beast::tcp_stream& stream, WriterOwner& owner,
-                 std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes);
+                 std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
+                 std::chrono::milliseconds write_timeout);
 
   // A whole response; once written, the owner reads the next request or closes.
   void Respond(int status, absl::string_view content_type, absl::string_view body,
@@ -57,12 +60,21 @@ class ResponseWriter {
   void DoWrite();
   void OnWrite(boost::beast::error_code ec, size_t bytes);
   void ScheduleKeepAlive();
+  // Armed while writes are in flight, at most once per write_timeout_ (not
+  // once per write): a write in flight must move within write_timeout_ of
+  // its last headway (write_moved_).
+  void WatchWrites();
+  void Fail();
 
   boost::beast::tcp_stream& stream_;
   WriterOwner& owner_;
   const std::chrono::milliseconds sse_keepalive_;
   OutputQueue out_;
   boost::asio::steady_timer keepalive_timer_;
+  const std::chrono::milliseconds write_timeout_;
+  boost::asio::steady_timer write_timer_;
+  std::chrono::steady_clock::time_point write_moved_;
+  bool watching_writes_ = false;
   // Set when the response's last bytes are queued; told to the owner once
   // they are written.
   std::optional<AfterResponse> then_;

@@ -200,6 +200,26 @@ test('a body that keeps coming may take longer than --header_timeout; one that s
   assert.equal(await nothing, '');
 });
 
+test('an agent that takes no bytes of its answer is let go after --idle_timeout', async () => {
+  const tab = await tabFor('bob');
+  // More than the two sockets' buffers hold when the agent reads nothing.
+  const big = { content: [{ type: 'text', text: 'x'.repeat(12 << 20) }] };
+  tab.handlers['tools/call'] = async () => big;
+  const agent = new RawAgent(gwSmall.url, await stack.mintToken('bob'));
+  await agent.initialize();
+  const socket = await connect(gwSmall.port);
+  socket.pause();  // takes nothing from now on
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'get_view', arguments: {} } });
+  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\nMcp-Session-Id: ${agent.session}\r\n` +
+    `MCP-Protocol-Version: 2025-06-18\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  try {
+    await gwSmall.waitForLine((l) => l.includes('agent connection takes no bytes; closing it'), 'the gateway to let the agent go');
+  } finally {
+    socket.destroy();
+    tab.close();
+  }
+});
+
 // Reads the gateway's relay_gateway_connections gauge over `socket`, a keep-alive connection
 // that stays open (and counted) after the read.
 function openConnections(socket) {
