@@ -28,6 +28,8 @@ std::string JsonErrorBody(absl::string_view message);
 // The head of an SSE response (chunked, unbuffered by proxies).
 std::string EncodeSseHead(absl::string_view extra_headers);
 // One SSE "message" event as one chunk; event_id 0 sends no "id:" line.
+// message is JSON: its line breaks (white space between tokens) go out as
+// spaces, so that it is one data line.
 std::string EncodeSseEvent(absl::string_view message, uint64_t event_id);
 // A comment chunk that keeps proxies from cutting an idle stream.
 std::string EncodeSseKeepAlive();

@@ -33,6 +33,10 @@ namespace {
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 
+// What one batch response may hold: it must fit the writer's queue, or it is
+// dropped whole (and the connection with it) after the tab did the work.
+size_t BatchRoom(const GatewayOptions& options) { return MaxQueuedBytes(options) - 4096; }
+
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
@@ -177,6 +181,7 @@ void HttpSession::Dispatch() {
         batch_ = std::move(decision.batch);
         batch_next_ = 0;
         batch_answers_.clear();
+        batch_bytes_ = 0;
         return RunBatch();
       }
       Apply(decision);
@@ -206,6 +211,17 @@ void HttpSession::Dispatch() {
   }
 }
 
+void HttpSession::AddBatchAnswer(std::string body, const nlohmann::json& id) {
+  const size_t room = BatchRoom(state_.options);
+  if (batch_bytes_ + body.size() > room) {
+    body = EncodeError(id, kInternalError,
+                       absl::StrCat("the answers of this batch would pass ", room,
+                                    " bytes; send this request alone or with fewer others"));
+  }
+  batch_bytes_ += body.size() + 1;
+  batch_answers_.push_back(std::move(body));
+}
+
 void HttpSession::RunBatch() {
   while (batch_next_ < batch_.size()) {
     PostDecision& item = batch_[batch_next_++];
@@ -219,6 +235,7 @@ void HttpSession::RunBatch() {
       return Reply(reply);  // the whole request is refused (bad version, session)
     }
     if (!reply.body.empty()) {
+      batch_bytes_ += reply.body.size() + 1;
       batch_answers_.push_back(reply.body);
     }
   }
@@ -370,7 +387,7 @@ void HttpSession::OnForwarded(ForwardOutcome outcome) {
   }
   HttpReply reply = state_.dispatcher->FinishForward(*plan_, std::move(outcome));
   if (!batch_.empty()) {
-    batch_answers_.push_back(std::move(reply.body));
+    AddBatchAnswer(std::move(reply.body), plan_->id);
     return RunBatch();
   }
   AnswerCall(reply);

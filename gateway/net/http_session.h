@@ -66,6 +66,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   // Dispatching.
   void Dispatch();
   void Apply(const PostDecision& decision);
+  // Adds a forwarded batch message's answer; one that would take the batch's
+  // answers past what one response may hold becomes an error for id (the tab
+  // did the work; the agent hears it was too large to carry).
+  void AddBatchAnswer(std::string body, const nlohmann::json& id);
   // Answers a batch's messages one after the other, then all at once.
   void RunBatch();
   void OpenStream(const std::string& session);
@@ -118,6 +122,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   std::vector<PostDecision> batch_;
   size_t batch_next_ = 0;
   std::vector<std::string> batch_answers_;
+  size_t batch_bytes_ = 0;  // of batch_answers_, bounded by what one response may queue
   // The call in flight, for Cancel; 0 when none.
   uint64_t call_ref_ = 0;
   std::chrono::steady_clock::time_point call_deadline_;

@@ -200,6 +200,26 @@ test('a body that keeps coming may take longer than --header_timeout; one that s
   assert.equal(await nothing, '');
 });
 
+test('a batch whose answers would not fit one response: the answer past the room is an error, the others arrive', async () => {
+  const tab = await tabFor('bob');
+  const big = { content: [{ type: 'text', text: 'x'.repeat(7 << 20) }] };
+  tab.handlers['tools/call'] = async () => big;
+  const agent = await agentFor('bob');
+  const call = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_view' } });
+  // Three 7 MiB answers; one response holds 17 MiB.
+  const res = await agent.post([call('a'), call('b'), { jsonrpc: '2.0', id: 'p', method: 'ping' }, call('c')],
+    { headers: { 'mcp-protocol-version': '2025-03-26' } });
+  assert.equal(res.status, 200);
+  const answers = await res.json();
+  assert.deepEqual(answers.map((a) => a.id), ['a', 'b', 'p', 'c']);
+  assert.equal(answers[0].result.content[0].text.length, 7 << 20);
+  assert.equal(answers[1].result.content[0].text.length, 7 << 20);
+  assert.deepEqual(answers[2].result, {});
+  assert.equal(answers[3].error.code, -32603);
+  assert.match(answers[3].error.message, /answers of this batch would pass \d+ bytes; send this request alone/);
+  tab.close();
+});
+
 test('an agent that takes no bytes of its answer is let go after --idle_timeout', async () => {
   const tab = await tabFor('bob');
   // More than the two sockets' buffers hold when the agent reads nothing.

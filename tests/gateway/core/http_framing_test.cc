@@ -34,12 +34,16 @@ TEST(HttpFramingTest, SseEventsAreChunks) {
   EXPECT_EQ(EncodeSseKeepAlive(), "e\r\n: keep-alive\n\n\r\n");
 }
 
-TEST(HttpFramingTest, AMessageWithLineBreaksIsOneDataLinePerLine) {
-  // A tab's answer passes on as written, and JSON may break lines between
-  // tokens: a raw break inside one data line would end the event early.
+TEST(HttpFramingTest, AMessageWithLineBreaksIsOneDataLineOfItsOwnSize) {
+  // JSON may break lines between tokens: a raw break inside the data line
+  // would end the event early, and a data line per line would multiply a
+  // message of line breaks seven times. White space they are; spaces they
+  // become.
   std::string event = EncodeSseEvent("{\"a\":1,\n\"b\":[]\r\n}\r", 0);
   std::string body = event.substr(event.find("\r\n") + 2);
-  EXPECT_EQ(body, "event: message\ndata: {\"a\":1,\ndata: \"b\":[]\ndata: }\ndata: \n\n\r\n");
+  EXPECT_EQ(body, "event: message\ndata: {\"a\":1, \"b\":[]  } \n\n\r\n");
+  std::string breaks = EncodeSseEvent(std::string(1 << 20, '\n') + "{}", 0);
+  EXPECT_LT(breaks.size(), (1u << 20) + 64);
   EXPECT_EQ(kLastChunk, "0\r\n\r\n");
 }
 
