@@ -3,14 +3,18 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <openssl/ssl.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -30,22 +34,27 @@ struct Target {
   std::string host;
   std::string port;
   std::string path;
+  bool tls = false;
 };
 
 absl::StatusOr<Target> ParseBase(const std::string& base) {
-  constexpr absl::string_view kScheme = "http://";
-  if (!absl::StartsWith(base, kScheme)) {
-    return absl::InvalidArgumentError("api_base must start with http://");
-  }
-  std::string rest = base.substr(kScheme.size());
   Target target;
+  std::string rest;
+  if (absl::StartsWith(base, "https://")) {
+    target.tls = true;
+    rest = base.substr(8);
+  } else if (absl::StartsWith(base, "http://")) {
+    rest = base.substr(7);
+  } else {
+    return absl::InvalidArgumentError("api_base must start with https:// or http://");
+  }
   size_t slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   target.path = slash == std::string::npos ? "/" : rest.substr(slash);
   size_t colon = authority.rfind(':');
   if (colon == std::string::npos) {
     target.host = authority;
-    target.port = "80";
+    target.port = target.tls ? "443" : "80";
   } else {
     target.host = authority.substr(0, colon);
     target.port = authority.substr(colon + 1);
@@ -69,20 +78,36 @@ class Pool;
 // One keep-alive connection; runs on the pool's strand.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Strand strand, Pool& pool) : stream_(strand), pool_(pool) {}
+  Connection(Strand strand, Pool& pool) : stream_(strand), resolve_timer_(strand), pool_(pool) {}
   void Run(Job job);
   bool connected() const { return connected_; }
 
  private:
+  // f(stream): the TLS stream over https, else the TCP one.
+  template <typename F>
+  void WithStream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(stream_);
+    }
+  }
+  void Close();
   void DoConnect();
   void OnResolve(beast::error_code ec, tcp::resolver::results_type results);
   void OnConnect(beast::error_code ec, tcp::endpoint);
+  void OnHandshake(beast::error_code ec);
   void DoWrite();
   void OnWrite(beast::error_code ec, size_t);
   void OnRead(beast::error_code ec, size_t);
   void Fail(beast::error_code ec, absl::string_view stage);
 
   beast::tcp_stream stream_;
+  // Over https: TLS on stream_ (whose deadline covers its reads and writes).
+  std::optional<asio::ssl::stream<beast::tcp_stream&>> tls_;
+  // The name lookup runs on Asio's resolver thread, outside stream_'s
+  // deadline: this one bounds it.
+  asio::steady_timer resolve_timer_;
   Pool& pool_;
   bool connected_ = false;
   bool reused_ = false;
@@ -94,9 +119,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 class Pool : public HostApi {
  public:
-  Pool(asio::io_context& io, HostApiOptions options, Target target)
+  Pool(asio::io_context& io, HostApiOptions options, Target target,
+       std::unique_ptr<asio::ssl::context> tls)
       : strand_(asio::make_strand(io)), options_(std::move(options)),
-        target_(std::move(target)) {}
+        target_(std::move(target)), tls_(std::move(tls)), expiry_(strand_) {}
 
   void Post(std::string route, std::string json_body, Callback done) override {
     Job job{std::move(route), std::move(json_body), std::move(done),
@@ -118,7 +144,30 @@ class Pool : public HostApi {
           "too many requests are waiting for the host API (--max_pending_upstream)"));
     } else {
       waiting_.push_back(std::move(job));
+      WatchWaiting();
     }
+  }
+
+  // Strand only. A waiting request is answered at its deadline even if no
+  // connection frees up (every one stuck in a lookup, say). Jobs wait in the
+  // order of their deadlines, so the first one's is the next.
+  void WatchWaiting() {
+    if (watching_ || waiting_.empty()) {
+      return;
+    }
+    watching_ = true;
+    expiry_.expires_after(absl::ToChronoMilliseconds(
+        std::max(absl::ZeroDuration(), waiting_.front().deadline - absl::Now())));
+    expiry_.async_wait([this](beast::error_code) {
+      watching_ = false;
+      absl::Time now = absl::Now();
+      while (!waiting_.empty() && now >= waiting_.front().deadline) {
+        Job late = std::move(waiting_.front());
+        waiting_.pop_front();
+        late.done(absl::DeadlineExceededError("host API did not answer in time"));
+      }
+      WatchWaiting();
+    });
   }
 
   // Strand only: a connection finished a job. keep is null when it closed.
@@ -147,11 +196,15 @@ class Pool : public HostApi {
   const HostApiOptions& options() const { return options_; }
   const Target& target() const { return target_; }
   Strand strand() const { return strand_; }
+  asio::ssl::context* tls() const { return tls_.get(); }
 
  private:
   Strand strand_;
   HostApiOptions options_;
   Target target_;
+  std::unique_ptr<asio::ssl::context> tls_;  // over https
+  asio::steady_timer expiry_;
+  bool watching_ = false;
   std::vector<std::shared_ptr<Connection>> idle_;
   std::deque<Job> waiting_;
   int busy_ = 0;  // connections in existence (idle ones included)
@@ -183,13 +236,31 @@ void Connection::Run(Job job) {
   }
 }
 
+void Connection::Close() {
+  tls_.reset();
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.close();
+  connected_ = false;
+}
+
 void Connection::DoConnect() {
   auto resolver = std::make_shared<tcp::resolver>(stream_.get_executor());
+  auto timed_out = std::make_shared<bool>(false);
+  resolve_timer_.expires_after(absl::ToChronoMilliseconds(
+      std::max(absl::Milliseconds(1), job_.deadline - absl::Now())));
+  resolve_timer_.async_wait([resolver, timed_out](beast::error_code ec) {
+    if (!ec) {
+      *timed_out = true;
+      resolver->cancel();
+    }
+  });
   resolver->async_resolve(
       pool_.target().host, pool_.target().port,
-      [self = shared_from_this(), resolver](beast::error_code ec,
-                                            tcp::resolver::results_type results) {
-        self->OnResolve(ec, std::move(results));
+      [self = shared_from_this(), resolver, timed_out](beast::error_code ec,
+                                                       tcp::resolver::results_type results) {
+        self->resolve_timer_.cancel();
+        self->OnResolve(*timed_out ? beast::error::timeout : ec, std::move(results));
       });
 }
 
@@ -206,12 +277,35 @@ void Connection::OnConnect(beast::error_code ec, tcp::endpoint) {
     return Fail(ec, "connect");
   }
   connected_ = true;
+  asio::ssl::context* context = pool_.tls();
+  if (context == nullptr) {
+    return DoWrite();
+  }
+  tls_.emplace(stream_, *context);
+  const std::string& host = pool_.target().host;
+  // The certificate must name the host dialled; a name is also sent (SNI).
+  tls_->set_verify_callback(asio::ssl::host_name_verification(host));
+  beast::error_code parse;
+  asio::ip::make_address(host, parse);
+  if (parse && SSL_set_tlsext_host_name(tls_->native_handle(), host.c_str()) != 1) {
+    return Fail(asio::error::invalid_argument, "TLS setup");
+  }
+  tls_->async_handshake(asio::ssl::stream_base::client,
+                        beast::bind_front_handler(&Connection::OnHandshake, shared_from_this()));
+}
+
+void Connection::OnHandshake(beast::error_code ec) {
+  if (ec) {
+    return Fail(ec, "TLS handshake");
+  }
   DoWrite();
 }
 
 void Connection::DoWrite() {
-  http::async_write(stream_, request_,
-                    beast::bind_front_handler(&Connection::OnWrite, shared_from_this()));
+  WithStream([this](auto& stream) {
+    http::async_write(stream, request_,
+                      beast::bind_front_handler(&Connection::OnWrite, shared_from_this()));
+  });
 }
 
 void Connection::OnWrite(beast::error_code ec, size_t) {
@@ -219,8 +313,10 @@ void Connection::OnWrite(beast::error_code ec, size_t) {
     return Fail(ec, "write");
   }
   response_ = {};
-  http::async_read(stream_, buffer_, response_,
-                   beast::bind_front_handler(&Connection::OnRead, shared_from_this()));
+  WithStream([this](auto& stream) {
+    http::async_read(stream, buffer_, response_,
+                     beast::bind_front_handler(&Connection::OnRead, shared_from_this()));
+  });
 }
 
 void Connection::OnRead(beast::error_code ec, size_t) {
@@ -237,18 +333,15 @@ void Connection::OnRead(beast::error_code ec, size_t) {
   Job job = std::move(job_);
   job.done(std::move(reply));
   if (!keep) {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
-    connected_ = false;
+    Close();
   }
   stream_.expires_never();
   pool_.Release(keep ? shared_from_this() : nullptr);
 }
 
 void Connection::Fail(beast::error_code ec, absl::string_view stage) {
-  stream_.close();
-  connected_ = false;
+  Close();
+  buffer_.clear();
   Job job = std::move(job_);
   // A kept-alive connection may have been closed by the server while idle:
   // that is not the host API failing, so try once more on a new connection.
@@ -275,8 +368,28 @@ absl::StatusOr<std::unique_ptr<HostApi>> NewHostApiClient(asio::io_context& io,
   if (!target.ok()) {
     return target.status();
   }
+  std::unique_ptr<asio::ssl::context> tls;
+  if (target->tls) {
+    tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+    SSL_CTX_set_min_proto_version(tls->native_handle(), TLS1_2_VERSION);
+    tls->set_verify_mode(asio::ssl::verify_peer);
+    beast::error_code ec;
+    if (options.ca_file.empty()) {
+      tls->set_default_verify_paths(ec);
+    } else {
+      tls->load_verify_file(options.ca_file, ec);
+    }
+    if (ec) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot load the certificates to check the host API against (",
+          options.ca_file.empty() ? "the system's" : options.ca_file, "): ", ec.message()));
+    }
+  } else if (!options.ca_file.empty()) {
+    return absl::InvalidArgumentError("a CA file for the host API needs an https:// api_base");
+  }
   // The pool must outlive the io_context's run: connections refer to it.
-  return std::unique_ptr<HostApi>(new Pool(io, std::move(options), *std::move(target)));
+  return std::unique_ptr<HostApi>(
+      new Pool(io, std::move(options), *std::move(target), std::move(tls)));
 }
 
 }  // namespace relay::authsvc

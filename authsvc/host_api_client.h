@@ -32,7 +32,11 @@ class HostApi {
 };
 
 struct HostApiOptions {
-  std::string api_base;  // http://host:port/path, route appended as ?r=ROUTE
+  // http:// or https://host:port/path, the route appended as ?r=ROUTE. Over
+  // https the host API's certificate must name the host and chain to ca_file's
+  // certificates (empty: the system's).
+  std::string api_base;
+  std::string ca_file;
   std::string relay_key;
   absl::Duration timeout = absl::Seconds(2);
   int max_connections = 16;
@@ -43,7 +47,8 @@ struct HostApiOptions {
 
 // The Boost.Beast implementation: a keep-alive connection pool with bounded
 // concurrency; requests beyond max_connections wait in a queue of at most
-// max_pending.
+// max_pending. Each request's timeout covers its wait in the queue, the name
+// lookup, connecting, TLS, and the exchange.
 absl::StatusOr<std::unique_ptr<HostApi>> NewHostApiClient(boost::asio::io_context& io,
                                                           HostApiOptions options);
 

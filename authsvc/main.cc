@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, listen, "0.0.0.0:7002", "address:port to serve gRPC on");
 ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
 ABSL_FLAG(std::string, api_base, "http://127.0.0.1:8000/api/index.php",
           "the host API's base URL; routes are appended as ?r=ROUTE");
+ABSL_FLAG(std::string, api_ca, "",
+          "over https: PEM file of the CAs the host API's certificate must chain to "
+          "(empty: the system's)");
 ABSL_FLAG(std::string, relay_key_file, "", "file holding the relay key");
 ABSL_FLAG(absl::Duration, verify_ttl, absl::Seconds(5), "how long a yes is cached (0: off)");
 ABSL_FLAG(absl::Duration, negative_ttl, absl::Seconds(5), "how long a 401 is cached (0: off)");
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
   auto work = boost::asio::make_work_guard(io);
   authsvc::HostApiOptions options;
   options.api_base = absl::GetFlag(FLAGS_api_base);
+  options.ca_file = absl::GetFlag(FLAGS_api_ca);
   options.relay_key = *key;  // also checks the host API's calls to POST /forget
   options.timeout = absl::GetFlag(FLAGS_upstream_timeout);
   options.max_connections = std::max(1, absl::GetFlag(FLAGS_upstream_connections));

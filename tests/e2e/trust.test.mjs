@@ -9,6 +9,7 @@ import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, startProcess, binDir, repoRoot, waitUntil, tlsFiles, tlsArgs } from './lib/stack.mjs';
+import { startTlsProxy } from './lib/nginx.mjs';
 
 const execFileAsync = promisify(execFile);
 let stack, foreignDir;
@@ -232,6 +233,44 @@ test('a secret file readable by others, or too short, is refused at start with t
     assert.match(await gatewayWith('short.secret', 'short', 0o600), /fewer than 32 characters; make a new one: head -c 32/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the host API over https: verified against --api_ca, and refused when its certificate is not trusted', async () => {
+  // nginx terminates TLS in front of the reference host API with a certificate for 127.0.0.1.
+  const proxy = await startTlsProxy(stack.dir, stack.hostapi.port, tlsFiles('router'));
+  const base = `https://127.0.0.1:${proxy.port}/api/index.php`;
+  const started = [proxy];
+  // An authsvc for the https host API, and a gateway that asks it.
+  const relayVia = async (name, extra) => {
+    const authsvc = startProcess(`authsvc-${name}`, join(binDir, 'relay-authsvc'), [
+      '--listen=127.0.0.1:0', `--api_base=${base}`, `--relay_key_file=${stack.relayKeyFile}`, ...extra, ...tlsArgs('authsvc')]);
+    started.push(authsvc);
+    const authPort = await authsvc.listeningPort();
+    const gw = startProcess(`gateway-${name}`, join(binDir, 'relay-gateway'), [
+      '--listen=127.0.0.1:0', `--router_addrs=127.0.0.1:${stack.routers[0].port}`, `--authsvc_addr=127.0.0.1:${authPort}`,
+      `--session_secret_file=${stack.secretFile}`, `--catalogue=${stack.catalogueFile}`, ...tlsArgs('gateway')]);
+    started.push(gw);
+    const port = await gw.listeningPort();
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, `${gw.name} ready`);
+    return { authsvc, url: `http://127.0.0.1:${port}/mcp` };
+  };
+  const initialize = (url, token) => fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+  });
+  try {
+    const token = await stack.mintToken('alice');
+    const trusted = await relayVia('https', [`--api_ca=${tlsFiles('router').ca}`]);
+    assert.equal((await initialize(trusted.url, token)).status, 200);
+    assert.equal((await initialize(trusted.url, 'not-a-token')).status, 401);
+    // The system's CAs do not know this one: no answer is taken from that host API.
+    const untrusted = await relayVia('https-untrusted', []);
+    assert.equal((await initialize(untrusted.url, token)).status, 503);
+    await untrusted.authsvc.waitForLine((l) => l.includes('host API unavailable') && l.includes('TLS handshake'), 'authsvc to say why');
+  } finally {
+    await Promise.all(started.map((p) => p.stop()));
   }
 });
 

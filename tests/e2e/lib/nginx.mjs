@@ -2,7 +2,7 @@
 // SSE unbuffered. nginx cannot report a port it picked itself, so the test asks the OS for a
 // free one (bind to port 0, release) and hands it over.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { startProcess, waitUntil } from './stack.mjs';
 
@@ -64,5 +64,46 @@ ${extraHeaders}
   const nginx = startProcess('nginx', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
   nginx.port = port;
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'nginx answers');
+  return nginx;
+}
+
+// Starts nginx terminating TLS in front of one HTTP upstream (the host API, as a deployment
+// would serve it), with files.cert and files.key. Resolves once it answers.
+export async function startTlsProxy(dir, upstreamPort, files) {
+  const port = await freePort();
+  const prefix = join(dir, `nginx-tls-${port}`);
+  mkdirSync(prefix, { recursive: true });
+  writeFileSync(join(prefix, 'nginx.conf'), `
+worker_processes 1;
+daemon off;
+pid ${prefix}/nginx.pid;
+error_log stderr error;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${prefix}/body;
+  proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi;
+  uwsgi_temp_path ${prefix}/uwsgi;
+  scgi_temp_path ${prefix}/scgi;
+  server {
+    listen 127.0.0.1:${port} ssl;
+    ssl_certificate ${files.cert};
+    ssl_certificate_key ${files.key};
+    location / {
+      proxy_pass http://127.0.0.1:${upstreamPort};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+`, { mode: 0o600 });
+  const nginx = startProcess('nginx-tls', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
+  nginx.port = port;
+  const accepts = () => new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+    socket.on('error', () => resolve(false));
+  });
+  await waitUntil(accepts, 'nginx (TLS) accepts');
   return nginx;
 }
