@@ -250,9 +250,11 @@ class AuthService::Watcher final : public grpc::ServerWriteReactor<relay::v1::Re
     StartSendInitialMetadata();
   }
 
-  void Push(const relay::v1::Revocation& revocation) ABSL_LOCKS_EXCLUDED(mu_) {
+  // idle_only: not when something waits (a beat behind news says nothing).
+  void Push(const relay::v1::Revocation& revocation, bool idle_only = false)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    if (done_) {
+    if (done_ || (idle_only && !queue_.empty())) {
       return;
     }
     if (queue_.size() >= kMaxQueued) {
@@ -331,6 +333,14 @@ void AuthService::Publish(const relay::v1::Revocation& revocation) {
   absl::MutexLock lock(&watchers_mu_);
   for (Watcher* watcher : watchers_) {
     watcher->Push(revocation);
+  }
+}
+
+void AuthService::Beat() {
+  const relay::v1::Revocation beat;
+  absl::MutexLock lock(&watchers_mu_);
+  for (Watcher* watcher : watchers_) {
+    watcher->Push(beat, /*idle_only=*/true);
   }
 }
 

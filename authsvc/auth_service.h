@@ -36,6 +36,11 @@ class AuthService final : public relay::v1::Auth::CallbackService {
                                    const relay::v1::ForgetRequest* request,
                                    relay::v1::ForgetResponse* response) override;
 
+  // Sends an empty Revocation, a beat, to every gateway watching whose stream
+  // has nothing waiting: a gateway takes a stream silent for a second for one
+  // that is down (authsvc's machine gone without a word). Call every 250 ms.
+  void Beat() ABSL_LOCKS_EXCLUDED(watchers_mu_);
+
   // Gateways hold this open; every Forget is pushed to all of them at once.
   grpc::ServerWriteReactor<relay::v1::Revocation>* WatchRevocations(
       grpc::CallbackServerContext* context,

@@ -7,6 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "authsvc/auth_service.h"
@@ -99,8 +100,19 @@ int main(int argc, char** argv) {
     common::LogInfo("metrics listening", {{"port", static_cast<int64_t>(metrics->port())}});
   }
 
+  // The revocation streams' beats: a gateway that hears nothing for a second
+  // uses no verdict it keeps.
+  absl::Notification stop_beating;
+  std::thread beats([&] {
+    while (!stop_beating.WaitForNotificationWithTimeout(absl::Milliseconds(250))) {
+      service.Beat();
+    }
+  });
+
   common::WaitForStopSignal();
   common::LogInfo("stopping");
+  stop_beating.Notify();
+  beats.join();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   work.reset();
   io.stop();

@@ -19,6 +19,10 @@ std::optional<AuthVerdict> VerdictMemo::Find(const std::string& token_sha256, ab
     entries_.erase(it);
     return std::nullopt;
   }
+  // Nothing from authsvc for too long: a revocation may be on its way unheard.
+  if (now >= std::max(heard_, it->second.stored) + options_.unwatched_keep) {
+    return std::nullopt;
+  }
   return it->second.verdict;
 }
 
@@ -41,7 +45,7 @@ void VerdictMemo::Put(const std::string& token_sha256, const AuthVerdict& verdic
       entries_.erase(entries_.begin());
     }
   }
-  entries_[token_sha256] = Entry{verdict, now + keep};
+  entries_[token_sha256] = Entry{verdict, now + keep, now};
 }
 
 size_t VerdictMemo::ForgetUser(const std::string& user) {
@@ -66,7 +70,15 @@ void VerdictMemo::SetWatched(bool watched, absl::Time now) {
       entry.expires = std::min(entry.expires, now + options_.unwatched_keep);
     }
   }
+  if (watched) {
+    heard_ = std::max(heard_, now);
+  }
   watched_ = watched;
+}
+
+void VerdictMemo::Heard(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  heard_ = std::max(heard_, now);
 }
 
 size_t VerdictMemo::size() const {

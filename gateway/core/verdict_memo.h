@@ -15,8 +15,10 @@ namespace relay::gateway {
 
 struct VerdictMemoOptions {
   size_t capacity = 100000;
-  // While the revocation stream is down, nothing is kept longer than this:
-  // a Forget that the gateway cannot hear holds at most this late.
+  // While nothing comes from authsvc (the revocation stream down, or silent:
+  // authsvc sends a beat every 250 ms), no verdict is used longer than this
+  // past authsvc's last word: a Forget that the gateway cannot hear holds at
+  // most this late.
   absl::Duration unwatched_keep = absl::Seconds(1);
 };
 
@@ -24,8 +26,9 @@ struct VerdictMemoOptions {
 // token (never the token) for at most as long as authsvc says, so that a
 // request needs no RPC. Revocations pushed by authsvc drop entries at once; a
 // verification that was asked before a revocation is not kept (epochs), so a
-// revoked verdict cannot sneak back in. Thread-safe; plain C++; time is
-// passed in.
+// revoked verdict cannot sneak back in. A stream that dies without a word
+// (authsvc's machine gone) is noticed by its silence. Thread-safe; plain C++;
+// time is passed in.
 class VerdictMemo {
  public:
   explicit VerdictMemo(VerdictMemoOptions options = {}) : options_(options) {}
@@ -45,6 +48,9 @@ class VerdictMemo {
   // The revocation stream came up or went down. Going down, every entry
   // expires within unwatched_keep.
   void SetWatched(bool watched, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Something came on the revocation stream (a revocation or a beat): every
+  // revocation authsvc made before it has been heard.
+  void Heard(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -52,6 +58,7 @@ class VerdictMemo {
   struct Entry {
     AuthVerdict verdict;
     absl::Time expires;
+    absl::Time stored;  // the verdict itself is authsvc's word as of then
   };
 
   const VerdictMemoOptions options_;
@@ -59,6 +66,7 @@ class VerdictMemo {
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   bool watched_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time heard_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace relay::gateway

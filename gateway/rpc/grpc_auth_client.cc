@@ -109,6 +109,7 @@ class GrpcAuthClient final : public AuthClient {
   // The watch's news.
   void OnWatchUp() { memo_.SetWatched(true, absl::Now()); }
   void OnRevocation(const relay::v1::Revocation& revocation) {
+    memo_.Heard(absl::Now());
     switch (revocation.what_case()) {
       case relay::v1::Revocation::kUser:
         memo_.ForgetUser(revocation.user());
@@ -117,7 +118,7 @@ class GrpcAuthClient final : public AuthClient {
         memo_.ForgetToken(revocation.token_sha256());
         break;
       case relay::v1::Revocation::WHAT_NOT_SET:
-        break;
+        break;  // a beat: authsvc is there, and had nothing to revoke
     }
   }
   void OnWatchEnded(RevocationWatch* watch) ABSL_LOCKS_EXCLUDED(mu_) {

@@ -144,6 +144,28 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     const token = await stack.mintToken('alice');
     assert.ok(authorized((await post(gw, token)).status));
   });
+
+  test("authsvc gone without a word: within a second the gateway stops using the verdicts it keeps", async () => {
+    const token = await stack.mintToken('carol');
+    assert.ok(authorized((await post(gw, token)).status));  // kept for the 60 s TTL
+    // Stopped, not killed: its connections stay open and silent, as when its machine dies.
+    const pid = stack.authsvc.child.pid;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      // A revocation made now could not reach the gateway; after a second of silence the
+      // gateway must ask authsvc, which does not answer: no 400 from the verdict it kept.
+      await new Promise((r) => setTimeout(r, 1200));
+      const status = await Promise.race([
+        post(gw, token).then((r) => r.status),
+        new Promise((r) => setTimeout(() => r('no answer within 3 s'), 3000)),
+      ]);
+      assert.notEqual(status, 400, 'answered from the verdict kept before the silence');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // authsvc back: its answers, and its beats, come again.
+    await waitUntil(async () => authorized((await post(gw, token)).status), 'authsvc to answer again');
+  });
 });
 
 describe('with a one-second TTL', () => {

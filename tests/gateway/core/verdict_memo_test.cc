@@ -16,6 +16,7 @@ class VerdictMemoTest : public ::testing::Test {
 
 TEST_F(VerdictMemoTest, KeepsAVerdictForAsLongAsAuthsvcSaid) {
   memo_.Put("h1", Ok("alice"), absl::Seconds(5), memo_.Epoch(), t0_);
+  memo_.Heard(t0_ + absl::Seconds(4));  // authsvc's beats
   ASSERT_TRUE(memo_.Find("h1", t0_ + absl::Seconds(4)).has_value());
   EXPECT_EQ(memo_.Find("h1", t0_ + absl::Seconds(4))->user, "alice");
   EXPECT_FALSE(memo_.Find("h1", t0_ + absl::Seconds(5)).has_value());
@@ -51,11 +52,27 @@ TEST_F(VerdictMemoTest, ARevocationDropsAtOnceAndAVerdictAskedBeforeItIsNotKept)
 
 TEST_F(VerdictMemoTest, WithoutTheRevocationStreamNothingIsKeptPastASecond) {
   memo_.Put("h1", Ok("alice"), absl::Seconds(5), memo_.Epoch(), t0_);
+  memo_.Heard(t0_ + absl::Seconds(1));  // a beat, then the stream ends
   memo_.SetWatched(false, t0_ + absl::Seconds(1));
   EXPECT_TRUE(memo_.Find("h1", t0_ + absl::Milliseconds(1900)).has_value());
   EXPECT_FALSE(memo_.Find("h1", t0_ + absl::Seconds(2)).has_value());
   memo_.Put("h2", Ok("alice"), absl::Seconds(5), memo_.Epoch(), t0_ + absl::Seconds(2));
   EXPECT_FALSE(memo_.Find("h2", t0_ + absl::Seconds(3)).has_value());
+}
+
+TEST_F(VerdictMemoTest, AStreamSilentForOverASecondIsTakenForDown) {
+  memo_.Put("h1", Ok("alice"), absl::Seconds(5), memo_.Epoch(), t0_);
+  memo_.Heard(t0_ + absl::Milliseconds(500));
+  EXPECT_TRUE(memo_.Find("h1", t0_ + absl::Milliseconds(1400)).has_value());
+  // Nothing since 0.5 s: authsvc may have revoked it unheard.
+  EXPECT_FALSE(memo_.Find("h1", t0_ + absl::Milliseconds(1500)).has_value());
+  // A beat again: every revocation before it has been heard, and there was none.
+  memo_.Heard(t0_ + absl::Seconds(2));
+  EXPECT_TRUE(memo_.Find("h1", t0_ + absl::Milliseconds(2500)).has_value());
+  // A verdict asked while the stream is silent is authsvc's word as of then: a second.
+  memo_.Put("h2", Ok("bob"), absl::Seconds(5), memo_.Epoch(), t0_ + absl::Seconds(4));
+  EXPECT_TRUE(memo_.Find("h2", t0_ + absl::Milliseconds(4900)).has_value());
+  EXPECT_FALSE(memo_.Find("h2", t0_ + absl::Seconds(5)).has_value());
 }
 
 TEST(VerdictMemoCapacityTest, StaysWithinItsCapacity) {
