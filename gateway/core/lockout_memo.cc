@@ -5,7 +5,11 @@ namespace relay::gateway {
 void LockoutMemo::Put(const std::string& address, absl::Time until, absl::Time now) {
   absl::MutexLock lock(&mu_);
   if (until_.size() >= capacity_ && !until_.contains(address)) {
-    absl::erase_if(until_, [now](const auto& e) { return e.second <= now; });
+    // A whole pass at most once a second.
+    if (now >= last_sweep_ + absl::Seconds(1)) {
+      last_sweep_ = now;
+      absl::erase_if(until_, [now](const auto& e) { return e.second <= now; });
+    }
     if (until_.size() >= capacity_) {
       return;  // full of live lock-outs: the host API keeps braking these
     }

@@ -31,6 +31,7 @@ class LockoutMemo {
   const size_t capacity_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, absl::Time> until_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::atomic<size_t> size_{0};
 };
 

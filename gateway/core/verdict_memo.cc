@@ -39,8 +39,12 @@ void VerdictMemo::Put(const std::string& token_sha256, const AuthVerdict& verdic
     keep = std::min(keep, options_.unwatched_keep);
   }
   if (entries_.size() >= options_.capacity && !entries_.contains(token_sha256)) {
-    // Full: drop what has expired; if nothing has, one entry makes room.
-    absl::erase_if(entries_, [now](const auto& e) { return now >= e.second.expires; });
+    // Full: drop what has expired, a whole pass at most once a second (under
+    // the lock every request's Find takes); else one entry makes room.
+    if (now >= last_sweep_ + absl::Seconds(1)) {
+      last_sweep_ = now;
+      absl::erase_if(entries_, [now](const auto& e) { return now >= e.second.expires; });
+    }
     if (entries_.size() >= options_.capacity) {
       entries_.erase(entries_.begin());
     }

@@ -67,6 +67,7 @@ class VerdictMemo {
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   bool watched_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time heard_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace relay::gateway
