@@ -8,11 +8,11 @@
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "authsvc/auth_service.h"
 #include "authsvc/forget_hook.h"
 #include "authsvc/host_api_client.h"
+#include "common/clock.h"
 #include "common/flags.h"
 #include "common/grpc_server.h"
 #include "common/grpc_tls.h"
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   cache_options.ttl = absl::GetFlag(FLAGS_verify_ttl);
   cache_options.negative_ttl = absl::GetFlag(FLAGS_negative_ttl);
   cache_options.capacity = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_size)));
-  authsvc::VerifyCache cache(cache_options, [] { return absl::Now(); });
+  authsvc::VerifyCache cache(cache_options, [] { return common::MonotonicNow(); });
   authsvc::AuthService service(**host_api, cache);
   auto tls = common::GrpcTlsFromFlags();
   if (!tls.ok()) {

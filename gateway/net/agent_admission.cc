@@ -5,7 +5,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "absl/time/clock.h"
+#include "common/clock.h"
 
 namespace relay::gateway {
 
@@ -17,7 +17,7 @@ void AgentAdmission::Check(absl::string_view authorization,
   // address is locked out).
   if (!state_.lockouts.empty()) {
     address = client_address();
-    if (auto left = state_.lockouts.Remaining(address, absl::Now())) {
+    if (auto left = state_.lockouts.Remaining(address, common::MonotonicNow())) {
       state_.metrics.locked_out.Add();
       return owner_.OnRefused(RequestGate::RefuseLockedOut(
           absl::ToInt64Seconds(absl::Ceil(*left, absl::Seconds(1)))));
@@ -55,7 +55,7 @@ void AgentAdmission::OnVerdict(AuthVerdict verdict, const std::string& address) 
       state_.metrics.locked_out.Add();
       // Remembered, so that the address's next requests are refused here.
       if (!address.empty() && verdict.retry_after_seconds > 0) {
-        absl::Time now = absl::Now();
+        absl::Time now = common::MonotonicNow();
         state_.lockouts.Put(address, now + absl::Seconds(verdict.retry_after_seconds), now);
       }
       return owner_.OnRefused(RequestGate::RefuseLockedOut(verdict.retry_after_seconds));

@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/cq_loop.h"
 #include "common/crypto.h"
 #include "common/log.h"
@@ -85,7 +86,7 @@ class GrpcAuthClient final : public AuthClient {
   }
 
   std::optional<AuthVerdict> Memoized(const std::string& token) override {
-    return memo_.Find(common::Sha256Hex(token), absl::Now());
+    return memo_.Find(common::Sha256Hex(token), common::MonotonicNow());
   }
 
   void VerifyToken(std::string token, std::string address, Callback done) override {
@@ -107,9 +108,9 @@ class GrpcAuthClient final : public AuthClient {
   }
 
   // The watch's news.
-  void OnWatchUp() { memo_.SetWatched(true, absl::Now()); }
+  void OnWatchUp() { memo_.SetWatched(true, common::MonotonicNow()); }
   void OnRevocation(const relay::v1::Revocation& revocation) {
-    memo_.Heard(absl::Now());
+    memo_.Heard(common::MonotonicNow());
     switch (revocation.what_case()) {
       case relay::v1::Revocation::kUser:
         memo_.ForgetUser(revocation.user());
@@ -122,7 +123,7 @@ class GrpcAuthClient final : public AuthClient {
     }
   }
   void OnWatchEnded(RevocationWatch* watch) ABSL_LOCKS_EXCLUDED(mu_) {
-    memo_.SetWatched(false, absl::Now());
+    memo_.SetWatched(false, common::MonotonicNow());
     absl::MutexLock lock(&mu_);
     if (watch_ == watch) {
       watch_ = nullptr;
@@ -189,7 +190,7 @@ class GrpcAuthClient final : public AuthClient {
         if constexpr (std::is_same_v<Response, relay::v1::VerifyTokenResponse>) {
           verdict.retry_after_seconds = response.retry_after_seconds();
           memo->Put(token_sha256, verdict, absl::Milliseconds(response.keep_ms()), epoch,
-                    absl::Now());
+                    common::MonotonicNow());
         }
       }
       done(std::move(verdict));
