@@ -152,12 +152,20 @@ void HttpSession::OnAdmitted(std::string account, std::string role) {
     return Dispatch();
   }
   std::optional<uint64_t> length = in_.ContentLength();
+  // A client that said "Expect: 100-continue" waits to be told before it
+  // sends its body (curl does, past 1 MiB): told to go on, or refused at once.
+  auto expect = in_.Header(http::field::expect);
+  const bool waits = expect && absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(*expect),
+                                                      "100-continue");
   if (length && *length > state_.options.max_body_bytes) {
-    if (*length <= kMaxDiscard) {
+    if (*length <= kMaxDiscard && !waits) {
       return in_.DiscardBody(*length);
     }
     keep_alive_ = false;
     return OnBodyTooLarge();
+  }
+  if (waits) {
+    out_.Continue();
   }
   in_.ReadBody(state_.options.max_body_bytes);
 }

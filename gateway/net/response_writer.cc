@@ -26,6 +26,8 @@ void ResponseWriter::Respond(int status, absl::string_view content_type, absl::s
   Enqueue(EncodeResponse(status, content_type, body, extra_headers, keep_alive));
 }
 
+void ResponseWriter::Continue() { Enqueue(std::string("HTTP/1.1 100 Continue\r\n\r\n")); }
+
 void ResponseWriter::StartSse(absl::string_view extra_headers) {
   sse_ = true;
   then_.reset();

@@ -47,6 +47,9 @@ class ResponseWriter {
   // A whole response; once written, the owner reads the next request or closes.
   void Respond(int status, absl::string_view content_type, absl::string_view body,
                absl::string_view extra_headers, bool keep_alive);
+  // "100 Continue": the client may send the body it holds back (an interim
+  // response; the real one follows).
+  void Continue();
   // An SSE response: its head, events, and its end.
   void StartSse(absl::string_view extra_headers = "");
   void SendEvent(absl::string_view message, uint64_t event_id = 0);

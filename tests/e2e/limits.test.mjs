@@ -220,6 +220,31 @@ test('a batch whose answers would not fit one response: the answer past the room
   tab.close();
 });
 
+test('Expect: 100-continue: the gateway says go on before the body, and refuses one too large before it is sent', async () => {
+  const token = await stack.mintToken('alice');
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'curl-like', version: '0' } } });
+  const head = (length) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+    `Accept: application/json, text/event-stream\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`;
+  const socket = await connect(gwSmall.port);
+  let text = '';
+  const told = new Promise((resolve) => socket.on('data', (d) => {
+    text += d;
+    if (text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) resolve();
+  }));
+  socket.write(head(Buffer.byteLength(body)));
+  // Nothing sent yet but the header (curl would wait a second, then send anyway).
+  await waitUntil(() => Promise.race([told.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))]), 'HTTP/1.1 100 Continue');
+  socket.write(body);
+  await socket.ended;
+  assert.match(text.slice('HTTP/1.1 100 Continue\r\n\r\n'.length), /^HTTP\/1\.1 200 /);
+  // Over --max_body_bytes (4 MiB): 413 at once, without waiting for a body never sent.
+  const big = await connect(gwSmall.port);
+  const refused = received(big);
+  big.write(head(5 << 20));
+  assert.match(await refused, /^HTTP\/1\.1 413 /);
+});
+
 test('an agent that takes no bytes of its answer is let go after --idle_timeout', async () => {
   const tab = await tabFor('bob');
   // More than the two sockets' buffers hold when the agent reads nothing.
