@@ -149,6 +149,10 @@ test('slowloris: a header trickled in is cut off at --header_timeout, whatever k
   await silent.ended;
 });
 
+// The head of a raw POST /mcp with a bearer, JSON, and the given further header lines.
+const postHead = (token, ...lines) => ['POST /mcp HTTP/1.1', 'Host: 127.0.0.1', `Authorization: Bearer ${token}`,
+  'Content-Type: application/json', ...lines, '', ''].join('\r\n');
+
 // Everything the gateway sends on socket until it closes it.
 function received(socket) {
   let text = '';
@@ -160,8 +164,7 @@ test('a Content-Length given as a list of equal values is held to the body limit
   const token = await stack.mintToken('alice');
   const socket = await connect(gwSmall.port);
   const answer = received(socket);
-  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
-    'Content-Length: 1099511627776, 1099511627776\r\n\r\nx');
+  socket.write(postHead(token, 'Content-Length: 1099511627776, 1099511627776') + 'x');
   assert.match(await answer, /^HTTP\/1\.1 413 /);
   assert.equal((await fetch(`http://127.0.0.1:${gwSmall.port}/healthz`)).status, 200);
 });
@@ -170,8 +173,7 @@ test("a chunk header that never ends is cut at 1 MiB with a 413, not buffered un
   const token = await stack.mintToken('alice');
   const socket = await connect(gwSmall.port);
   const answer = received(socket);
-  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
-    'Transfer-Encoding: chunked\r\n\r\n1;');
+  socket.write(postHead(token, 'Transfer-Encoding: chunked') + '1;');
   // A chunk extension of 2 MiB, with no end of line; the gateway stops reading it at 1 MiB.
   socket.write('x'.repeat(2 << 20));
   assert.match(await answer, /^HTTP\/1\.1 413 /);
@@ -181,8 +183,7 @@ test('a body that keeps coming may take longer than --header_timeout; one that s
   const token = await stack.mintToken('alice');
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
     protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'slow', version: '0' }, pad: 'x'.repeat(40000) } });
-  const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
-    `Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  const head = postHead(token, 'Accept: application/json, text/event-stream', 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`);
   // Four pieces 400 ms apart: 1.2 s in all, past the 1 s for a header, never 1 s without bytes.
   const socket = await connect(gwSmall.port);
   const answer = received(socket);
@@ -224,8 +225,7 @@ test('Expect: 100-continue: the gateway says go on before the body, and refuses 
   const token = await stack.mintToken('alice');
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
     protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'curl-like', version: '0' } } });
-  const head = (length) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
-    `Accept: application/json, text/event-stream\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`;
+  const head = (length) => postHead(token, 'Accept: application/json, text/event-stream', 'Connection: close', 'Expect: 100-continue', `Content-Length: ${length}`);
   const socket = await connect(gwSmall.port);
   let text = '';
   const told = new Promise((resolve) => socket.on('data', (d) => {
@@ -255,8 +255,7 @@ test('an agent that takes no bytes of its answer is let go after --idle_timeout'
   const socket = await connect(gwSmall.port);
   socket.pause();  // takes nothing from now on
   const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'get_view', arguments: {} } });
-  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${agent.token}\r\nMcp-Session-Id: ${agent.session}\r\n` +
-    `MCP-Protocol-Version: 2025-06-18\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  socket.write(postHead(agent.token, `Mcp-Session-Id: ${agent.session}`, 'MCP-Protocol-Version: 2025-06-18', 'Accept: application/json', `Content-Length: ${body.length}`) + body);
   try {
     await gwSmall.waitForLine((l) => l.includes('agent connection takes no bytes; closing it'), 'the gateway to let the agent go');
   } finally {

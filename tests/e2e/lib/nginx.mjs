@@ -17,13 +17,9 @@ export function freePort() {
   });
 }
 
-// Starts nginx proxying to the given upstream ports. extraHeaders: lines of
-// proxy_set_header (the conformance run adds the bearer). Resolves once it answers.
-export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '' } = {}) {
-  port = port ?? await freePort();
-  const prefix = join(dir, `nginx-${port}`);
-  mkdirSync(prefix, { recursive: true });
-  const servers = upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=5s;`).join('\n');
+// nginx.conf under prefix: one worker in the foreground, logs to stderr, temp files under
+// prefix, and the given lines inside http {}.
+function writeConf(prefix, http) {
   writeFileSync(join(prefix, 'nginx.conf'), `
 worker_processes 1;
 daemon off;
@@ -37,6 +33,19 @@ http {
   fastcgi_temp_path ${prefix}/fastcgi;
   uwsgi_temp_path ${prefix}/uwsgi;
   scgi_temp_path ${prefix}/scgi;
+${http}
+}
+`, { mode: 0o600 });
+}
+
+// Starts nginx proxying to the given upstream ports. extraHeaders: lines of
+// proxy_set_header (the conformance run adds the bearer). Resolves once it answers.
+export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '' } = {}) {
+  port = port ?? await freePort();
+  const prefix = join(dir, `nginx-${port}`);
+  mkdirSync(prefix, { recursive: true });
+  const servers = upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=5s;`).join('\n');
+  writeConf(prefix, `
   map $http_upgrade $connection_upgrade { default upgrade; '' ''; }
   upstream gateways {
 ${servers}
@@ -58,9 +67,7 @@ ${extraHeaders}
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
     }
-  }
-}
-`, { mode: 0o600 });
+  }`);
   const nginx = startProcess('nginx', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
   nginx.port = port;
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'nginx answers');
@@ -73,19 +80,7 @@ export async function startTlsProxy(dir, upstreamPort, files) {
   const port = await freePort();
   const prefix = join(dir, `nginx-tls-${port}`);
   mkdirSync(prefix, { recursive: true });
-  writeFileSync(join(prefix, 'nginx.conf'), `
-worker_processes 1;
-daemon off;
-pid ${prefix}/nginx.pid;
-error_log stderr error;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${prefix}/body;
-  proxy_temp_path ${prefix}/proxy;
-  fastcgi_temp_path ${prefix}/fastcgi;
-  uwsgi_temp_path ${prefix}/uwsgi;
-  scgi_temp_path ${prefix}/scgi;
+  writeConf(prefix, `
   server {
     listen 127.0.0.1:${port} ssl;
     ssl_certificate ${files.cert};
@@ -95,9 +90,7 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
     }
-  }
-}
-`, { mode: 0o600 });
+  }`);
   const nginx = startProcess('nginx-tls', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
   nginx.port = port;
   const accepts = () => new Promise((resolve) => {
