@@ -108,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The name lookup runs on Asio's resolver thread, outside stream_'s
   // deadline: this one bounds it.
   asio::steady_timer resolve_timer_;
+  uint64_t lookups_ = 0;  // the lookup whose answer is awaited
   Pool& pool_;
   bool connected_ = false;
   bool reused_ = false;
@@ -156,8 +157,10 @@ class Pool : public HostApi {
       return;
     }
     watching_ = true;
-    expiry_.expires_after(absl::ToChronoMilliseconds(
-        std::max(absl::ZeroDuration(), waiting_.front().deadline - absl::Now())));
+    // Rounded up: a wait rounded down to 0 ms would spin until the deadline.
+    expiry_.expires_after(absl::ToChronoMilliseconds(absl::Ceil(
+        std::max(absl::ZeroDuration(), waiting_.front().deadline - absl::Now()),
+        absl::Milliseconds(1))));
     expiry_.async_wait([this](beast::error_code) {
       watching_ = false;
       absl::Time now = absl::Now();
@@ -246,21 +249,31 @@ void Connection::Close() {
 
 void Connection::DoConnect() {
   auto resolver = std::make_shared<tcp::resolver>(stream_.get_executor());
-  auto timed_out = std::make_shared<bool>(false);
+  const uint64_t lookup = ++lookups_;
   resolve_timer_.expires_after(absl::ToChronoMilliseconds(
       std::max(absl::Milliseconds(1), job_.deadline - absl::Now())));
-  resolve_timer_.async_wait([resolver, timed_out](beast::error_code ec) {
-    if (!ec) {
-      *timed_out = true;
-      resolver->cancel();
+  resolve_timer_.async_wait([self = shared_from_this(), resolver, lookup](beast::error_code ec) {
+    if (ec || self->lookups_ != lookup) {
+      return;
     }
+    // A getaddrinfo under way cannot be stopped (cancel only stops one not
+    // begun): answer the job now, and leave the lookup's answer to no one.
+    ++self->lookups_;
+    resolver->cancel();
+    self->Fail(beast::error::timeout, "resolve");
   });
   resolver->async_resolve(
       pool_.target().host, pool_.target().port,
-      [self = shared_from_this(), resolver, timed_out](beast::error_code ec,
-                                                       tcp::resolver::results_type results) {
+      [self = shared_from_this(), resolver, lookup](beast::error_code ec,
+                                                    tcp::resolver::results_type results) {
+        if (self->lookups_ != lookup) {
+          return;  // given up at the job's deadline
+        }
+        // Claimed here, so that a deadline already queued to run (cancel
+        // cannot stop it) finds it no longer its own.
+        ++self->lookups_;
         self->resolve_timer_.cancel();
-        self->OnResolve(*timed_out ? beast::error::timeout : ec, std::move(results));
+        self->OnResolve(ec, std::move(results));
       });
 }
 
@@ -342,7 +355,11 @@ void Connection::OnRead(beast::error_code ec, size_t) {
 void Connection::Fail(beast::error_code ec, absl::string_view stage) {
   Close();
   buffer_.clear();
+  if (!job_.done) {
+    return;  // answered already (at its deadline): nothing is owed, and the slot is given back
+  }
   Job job = std::move(job_);
+  job_.done = nullptr;
   // A kept-alive connection may have been closed by the server while idle:
   // that is not the host API failing, so try once more on a new connection.
   bool stale = reused_ && ec != beast::error::timeout && !job.retried;

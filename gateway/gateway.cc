@@ -21,6 +21,7 @@
 #include "gateway/net/io_pool.h"
 #include "gateway/net/link_router_client.h"
 #include "gateway/net/listener.h"
+#include "gateway/net/response_writer.h"
 #include "gateway/net/registry.h"
 #include "gateway/net/router_commands.h"
 #include "gateway/rpc/grpc_clients.h"
@@ -143,6 +144,9 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
     return proxies.status();
   }
   config.threads = std::max(1, config.threads);
+  // One response holds a batch's answers: they must fit what its writer may
+  // queue, or the whole batch is lost.
+  config.dispatch.max_batch_answer_bytes = MaxQueuedBytes(config.options) - 4096;
   auto parts = std::make_unique<Parts>(std::move(config), *std::move(catalogue),
                                        *std::move(proxies));
   Parts& p = *parts;

@@ -37,6 +37,16 @@ bool IsKnownLocal(absl::string_view method) {
          method == "logging/setLevel";
 }
 
+}  // namespace
+
+std::string BatchAnswerTooLarge(const nlohmann::json& id, size_t room) {
+  return EncodeError(id, kInternalError,
+                     absl::StrCat("the answers of this batch would pass ", room,
+                                  " bytes; send this request alone or with fewer others"));
+}
+
+namespace {
+
 bool IsLogLevel(absl::string_view level) {
   for (absl::string_view name :
        {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}) {
@@ -156,6 +166,14 @@ PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentH
         JsonReply(400, EncodeError(nullptr, kInvalidRequest, "Invalid Request: empty batch"));
     return decision;
   }
+  if (batch.size() > options_.max_batch_messages) {
+    decision.action = JsonReply(
+        400, EncodeError(nullptr, kInvalidRequest,
+                         absl::StrCat("Invalid Request: a batch may hold at most ",
+                                      options_.max_batch_messages, " messages; send fewer")));
+    return decision;
+  }
+  size_t answer_bytes = 0;  // of the answers made here; the router's are bounded as they come
   for (nlohmann::json& item : batch) {
     auto decoded = DecodeValue(std::move(item));
     if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
@@ -180,7 +198,15 @@ PostDecision McpDispatcher::HandleBatch(const std::string& account, const AgentH
       decision.batch.push_back(std::move(bad));
       continue;
     }
-    decision.batch.push_back(HandleMessage(account, headers, std::move(message)));
+    nlohmann::json id = message.id;
+    PostDecision decided = HandleMessage(account, headers, std::move(message));
+    if (auto* reply = std::get_if<HttpReply>(&decided.action)) {
+      if (answer_bytes + reply->body.size() > options_.max_batch_answer_bytes) {
+        reply->body = BatchAnswerTooLarge(id, options_.max_batch_answer_bytes);
+      }
+      answer_bytes += reply->body.size() + 1;
+    }
+    decision.batch.push_back(std::move(decided));
   }
   return decision;
 }

@@ -34,7 +34,15 @@ struct DispatchOptions {
   // off, a modern request is answered as before the era existed (server/discover
   // is -32601), so that clients fall back to initialize.
   bool modern_era = true;
+  // A 2025-03-26 batch's answers together (one response must hold them), and
+  // its messages at most.
+  size_t max_batch_answer_bytes = 16 << 20;
+  size_t max_batch_messages = 1000;
 }; 
+
+// The error that stands for a batch message's answer when the batch's
+// answers together would pass room bytes.
+std::string BatchAnswerTooLarge(const nlohmann::json& id, size_t room);
 
 // What the agent side knows of a request besides its body: its headers, and
 // the role its bearer token has (agent/verify), which picks the catalogue view.

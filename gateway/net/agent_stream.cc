@@ -138,6 +138,7 @@ void AgentStream::End() {
 }
 
 void AgentStream::OnResponseWritten(AfterResponse) {
+  out_.Stop();  // its write watch holds this stream: let go of it now
   // The peer watch holds the read side: stop it, then close (in its handler).
   ended_ = true;
   closing_ = true;

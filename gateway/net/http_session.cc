@@ -33,9 +33,6 @@ namespace {
 constexpr auto kWatchAfter = std::chrono::milliseconds(20);
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
 
-// What one batch response may hold: it must fit the writer's queue, or it is
-// dropped whole (and the connection with it) after the tab did the work.
-size_t BatchRoom(const GatewayOptions& options) { return MaxQueuedBytes(options) - 4096; }
 
 }  // namespace
 
@@ -220,11 +217,9 @@ void HttpSession::Dispatch() {
 }
 
 void HttpSession::AddBatchAnswer(std::string body, const nlohmann::json& id) {
-  const size_t room = BatchRoom(state_.options);
+  const size_t room = state_.dispatcher->options().max_batch_answer_bytes;
   if (batch_bytes_ + body.size() > room) {
-    body = EncodeError(id, kInternalError,
-                       absl::StrCat("the answers of this batch would pass ", room,
-                                    " bytes; send this request alone or with fewer others"));
+    body = BatchAnswerTooLarge(id, room);
   }
   batch_bytes_ += body.size() + 1;
   batch_answers_.push_back(std::move(body));

@@ -80,6 +80,14 @@ void RequestReader::ExpireForBody() {
 }
 
 void RequestReader::ReadBody(uint64_t limit) {
+  if (parser_->is_done()) {
+    // No body (Content-Length: 0, or none): a read would wait for bytes that
+    // are not coming. Posted, as a read's completion would be.
+    return asio::post(stream_.get_executor(), [this, owner = owner_.KeepAlive()] {
+      body_read_ = true;
+      owner_.OnBody();
+    });
+  }
   parser_->body_limit(limit);
   StartBody(ContentLength().value_or(limit));
   ReadBodySome();

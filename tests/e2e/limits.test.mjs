@@ -169,6 +169,16 @@ test('a Content-Length given as a list of equal values is held to the body limit
   assert.equal((await fetch(`http://127.0.0.1:${gwSmall.port}/healthz`)).status, 200);
 });
 
+test('a POST without a body is answered at once, not left waiting for bytes that are not coming', async () => {
+  const token = await stack.mintToken('alice');
+  for (const length of ['Content-Length: 0', 'Connection: close']) {
+    const socket = await connect(gwSmall.port);
+    const answer = received(socket);
+    socket.write(postHead(token, 'Accept: application/json, text/event-stream', 'Connection: close', length));
+    assert.match(await answer, /^HTTP\/1\.1 400 .*"code":-32700/s);
+  }
+});
+
 test("a chunk header that never ends is cut at 1 MiB with a 413, not buffered until the deadline", async () => {
   const token = await stack.mintToken('alice');
   const socket = await connect(gwSmall.port);

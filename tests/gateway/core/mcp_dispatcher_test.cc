@@ -91,6 +91,32 @@ TEST_F(McpDispatcherTest, WithoutTheModernEraServerDiscoverIsMethodNotFoundAtOnc
   EXPECT_EQ(nlohmann::json::parse(r.body)["error"]["code"], kMethodNotFound);
 }
 
+TEST_F(McpDispatcherTest, ABatchsAnswersStayWithinWhatOneResponseHolds) {
+  std::string session = Initialize();
+  const std::string list = R"({"jsonrpc":"2.0","id":"L","method":"tools/list"})";
+  const std::string ping = R"({"jsonrpc":"2.0","id":"P","method":"ping"})";
+  const size_t list_bytes = Reply(Post(list, session)).body.size();
+  DispatchOptions options;
+  options.max_batch_answer_bytes = list_bytes + 10;  // room for tools/list's answer alone
+  options.max_batch_messages = 3;
+  dispatcher_ = std::make_unique<McpDispatcher>(signer_, *catalogue_, ended_, options);
+  // tools/list's answer, then a ping's, which passes the room: the ping's is the error.
+  PostDecision d = Decide("[" + list + "," + ping + "]", session, "2025-03-26");
+  ASSERT_EQ(d.batch.size(), 2u);
+  auto first = nlohmann::json::parse(Reply(d.batch[0].action).body);
+  EXPECT_TRUE(first.contains("result"));
+  auto second = nlohmann::json::parse(Reply(d.batch[1].action).body);
+  EXPECT_EQ(second["id"], "P");
+  EXPECT_EQ(second["error"]["code"], kInternalError);
+  EXPECT_NE(second["error"]["message"].get<std::string>().find("send this request alone"),
+            std::string::npos);
+  // Four messages where three are allowed: the whole batch is refused.
+  HttpReply refused = Reply(Post("[" + ping + "," + ping + "," + ping + "," + ping + "]", session,
+                                 "2025-03-26"));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("at most 3 messages"), std::string::npos);
+}
+
 TEST_F(McpDispatcherTest, NotificationsAre202) {
   HttpReply r = Reply(Post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", Initialize()));
   EXPECT_EQ(r.status, 202);
