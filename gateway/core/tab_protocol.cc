@@ -88,7 +88,8 @@ std::optional<TabNotice> ParseTabNotice(const RpcMessage& message) {
   notice.level = StringMember(params, "level");
   notice.progress_token = StringMember(params, "progressToken");
   if (const nlohmann::json* line = Meta(params, "relay/line"); line && line->is_string()) {
-    notice.line = line->get<std::string>();
+    // Kept by the router in every session of the account until the next call.
+    notice.line = common::TruncateUtf8(line->get_ref<const std::string&>(), kMaxViewLineBytes);
   }
   if (const nlohmann::json* call = Meta(params, "relay/requestId");
       call && call->is_number_unsigned()) {
@@ -98,6 +99,14 @@ std::optional<TabNotice> ParseTabNotice(const RpcMessage& message) {
     return std::nullopt;  // an update of nothing reaches no subscriber
   }
   notice.params = message.params.present() ? message.params.text() : "{}";
+  // One that goes to every agent of the account (a list changed, an update,
+  // a log line of no call) is copied once per agent on the link: bounded, or
+  // one message of a tab could fill the link that every account shares.
+  const bool fans_out = notice.method != "notifications/progress" &&
+                        !(notice.method == "notifications/message" && notice.call_id != 0);
+  if (fans_out && notice.params.size() > kMaxFanOutParamsBytes) {
+    return std::nullopt;
+  }
   return notice;
 }
 
@@ -150,8 +159,12 @@ bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string*
 }
 
 TabAnswer TooDeepAnswer(bool is_tool_call, int max_depth) {
-  std::string why = absl::StrCat("The editor's answer was nested deeper than ", max_depth,
-                                 " levels and could not be passed on.");
+  return UnreadableAnswer(is_tool_call,
+                          absl::StrCat("nested deeper than ", max_depth, " levels"));
+}
+
+TabAnswer UnreadableAnswer(bool is_tool_call, absl::string_view what) {
+  std::string why = absl::StrCat("The editor's answer was ", what, " and could not be passed on.");
   if (is_tool_call) {
     nlohmann::json result = {{"content", {{{"type", "text"}, {"text", why}}}}, {"isError", true}};
     return {false, DumpJson(result)};

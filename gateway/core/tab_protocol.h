@@ -61,6 +61,10 @@ struct TabNotice {
 // The notification for agents in message, or nothing when it is not one a tab
 // may send them (the tab's own notifications/initialized, an unknown method, a
 // resources/updated without its uri): those are dropped.
+// A notification for every agent of the account carries at most this much
+// params (else it is dropped); a view line is cut to kMaxViewLineBytes.
+inline constexpr size_t kMaxFanOutParamsBytes = 64 * 1024;
+inline constexpr size_t kMaxViewLineBytes = 2048;
 std::optional<TabNotice> ParseTabNotice(const RpcMessage& message);
 
 // The prefix of ids the relay gives to a tab's requests toward an agent:
@@ -96,5 +100,8 @@ struct TabAnswer {
   std::string payload;
 };
 TabAnswer TooDeepAnswer(bool is_tool_call, int max_depth);
+// The same for an answer the relay could not read at all (why: what was
+// wrong with it).
+TabAnswer UnreadableAnswer(bool is_tool_call, absl::string_view why);
 
 }  // namespace relay::gateway

@@ -28,7 +28,7 @@ void TabReader::DoRead() {
 
 void TabReader::OnRead(beast::error_code ec, size_t bytes) {
   if (ec) {
-    return owner_.OnTabReadEnded();
+    return owner_.OnTabReadEnded(ec);
   }
   buffer_.commit(bytes);
   if (buffer_.size() > limit_) {

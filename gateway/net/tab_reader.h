@@ -29,7 +29,7 @@ class TabReader {
     virtual void OnTabMessageTooBig() = 0;
     virtual void OnTabMessageBinary() = 0;
     // The connection ended (closed, reset, timed out, or closed by us).
-    virtual void OnTabReadEnded() = 0;
+    virtual void OnTabReadEnded(boost::beast::error_code ec) = 0;
   };
 
   TabReader(TabStream& ws, Owner& owner) : ws_(ws), owner_(owner) {}

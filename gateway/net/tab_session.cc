@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "gateway/core/tab_protocol.h"
 #include "gateway/net/gathered_posts.h"
@@ -79,8 +80,13 @@ void TabSession::OnTabMessageBinary() {
   CloseWith(kCloseBadFirstMessage, "binary messages are not supported");
 }
 
-void TabSession::OnTabReadEnded() {
+void TabSession::OnTabReadEnded(beast::error_code ec) {
   Cleanup();
+  if (ec != websocket::error::closed) {
+    // Gone without the closing handshake (a reset, or a half-close): a write
+    // it will never take must not hold this session and its queue.
+    out_.Abort();
+  }
 }
 
 void TabSession::HandleMessage(absl::string_view text) {
@@ -142,6 +148,13 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
   tab_id_ = state_.tabs->Add(weak_from_this());
+  // Registered first, then asked: either the drain's list of tabs has this
+  // one, or the drain began before and is seen here.
+  if (state_.draining.load()) {
+    Send(EncodeError(id, kInternalError, "the relay is shutting down; reconnect"));
+    CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
+    return;
+  }
   announced_ = true;
   Announce();
 }
@@ -187,6 +200,13 @@ void TabSession::HandleLive(absl::string_view text) {
     if (failure->too_deep) {
       return RefuseTooDeep(text);
     }
+    // An answer to a call in flight that is not a valid response (both result
+    // and error, no jsonrpc, an error that is not an object): the call ends
+    // with an error its agent can read, not at its deadline.
+    if (EndCallUnreadable(failure->id, absl::StrCat("not a valid JSON-RPC response (",
+                                                    failure->message, ")"))) {
+      return;
+    }
     if (!failure->id.is_null()) {
       Send(EncodeError(failure->id, failure->code, failure->message));
     }
@@ -228,18 +248,28 @@ void TabSession::RefuseTooDeep(absl::string_view text) {
   // with the parse error; anything else is dropped.
   RpcFailure failure = TooDeep(text, state_.options.max_json_depth);
   common::LogWarn("tab message nested too deep; refused", {{"tab", tab_id_}});
-  if (failure.id.is_number_unsigned()) {
-    uint64_t call_id = failure.id.get<uint64_t>();
-    if (std::optional<bool> is_tool_call = calls_.Finish(call_id)) {
-      TabAnswer answer = TooDeepAnswer(*is_tool_call, state_.options.max_json_depth);
-      Reply(call_id, answer.is_error, std::move(answer.payload));
-      MaybeEndDrain();
-      return;
-    }
+  if (EndCallUnreadable(failure.id, absl::StrCat("nested deeper than ",
+                                                 state_.options.max_json_depth, " levels"))) {
+    return;
   }
   if (!failure.id.is_null()) {
     Send(EncodeError(failure.id, failure.code, failure.message));
   }
+}
+
+bool TabSession::EndCallUnreadable(const nlohmann::json& id, absl::string_view what) {
+  if (!id.is_number_unsigned()) {
+    return false;
+  }
+  uint64_t call_id = id.get<uint64_t>();
+  std::optional<bool> is_tool_call = calls_.Finish(call_id);
+  if (!is_tool_call) {
+    return false;
+  }
+  TabAnswer answer = UnreadableAnswer(*is_tool_call, what);
+  Reply(call_id, answer.is_error, std::move(answer.payload));
+  MaybeEndDrain();
+  return true;
 }
 
 void TabSession::HandleNotification(RpcMessage& message) {
@@ -247,7 +277,7 @@ void TabSession::HandleNotification(RpcMessage& message) {
   if (!notice) {
     return;  // not for agents (e.g. the tab's own notifications/initialized)
   }
-  if (!notifications_.Allow(absl::Now())) {
+  if (!notifications_.Allow(common::MonotonicNow())) {
     if (dropped_notifications_++ % 1000 == 0) {
       common::LogWarn("tab over its notification rate; dropping",
                       {{"tab", tab_id_}, {"dropped", dropped_notifications_}});

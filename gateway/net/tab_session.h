@@ -55,7 +55,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void OnTabMessage(std::string text) override;
   void OnTabMessageTooBig() override;
   void OnTabMessageBinary() override;
-  void OnTabReadEnded() override;
+  void OnTabReadEnded(boost::beast::error_code ec) override;
   void OnTabWriterDone() override;
 
  private:
@@ -69,6 +69,9 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void HandleLive(absl::string_view text);
   // A message nested deeper than --max_json_depth.
   void RefuseTooDeep(absl::string_view text);
+  // An answer to call id the relay cannot pass on: the call ends with an
+  // error saying what was wrong. False when id names no call in flight.
+  bool EndCallUnreadable(const nlohmann::json& id, absl::string_view what);
   void HandleNotification(RpcMessage& message);
   void HandleRequestToAgent(RpcMessage& message);
   // TabUp for this tab, to its account's shard.

@@ -129,6 +129,8 @@ void TabWriter::WhenWritten(absl::AnyInvocable<void(beast::error_code)> done) {
   waiters_.emplace_back(appended_, std::move(done));
 }
 
+void TabWriter::Abort() { Fail(boost::asio::error::connection_aborted); }
+
 void TabWriter::Fail(beast::error_code ec) {
   if (std::exchange(failed_, true)) {
     return;

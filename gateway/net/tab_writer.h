@@ -40,6 +40,9 @@ class TabWriter final : public TabOutput {
   // Closes with code once everything queued is written; the first close wins.
   void CloseWith(uint16_t code, absl::string_view reason);
   bool closing() const { return close_.has_value(); }
+  // The tab is gone without closing: drop what waits and close the socket,
+  // so that a write it will never take ends now.
+  void Abort();
 
   // TabOutput.
   bool AppendRaw(std::string bytes) override;

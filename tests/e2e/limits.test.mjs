@@ -56,6 +56,24 @@ test('an agent request nested 200,000 deep gets 400 with a parse error; the gate
   tab.close();
 });
 
+test("a tab's answer that is not a valid response ends its call with an error at once; the tab stays", async () => {
+  const tab = await tabFor('bob');
+  let first = true;
+  tab.handlers['tools/call'] = async (params, message) => {
+    if (!first) return ok;
+    first = false;
+    tab.send(`{"id":${message.id},"result":{"content":[]}}`);  // no "jsonrpc"
+    return undefined;
+  };
+  const agent = await agentFor('bob');
+  const refused = await agent.callTool('get_view');
+  assert.equal(refused.message.result.isError, true);
+  assert.match(refused.message.result.content[0].text, /not a valid JSON-RPC response/);
+  const { message } = await agent.callTool('get_view');
+  assert.equal(message.result.content[0].text, 'ok');
+  tab.close();
+});
+
 test("a tab's answer nested 200,000 deep ends its call with a tool error; the tab stays and answers the next", async () => {
   const tab = await tabFor('bob');
   let first = true;

@@ -11,6 +11,28 @@ RpcMessage Decoded(const std::string& text) {
   return std::get<RpcMessage>(std::move(decoded));
 }
 
+TEST(TabNoticeTest, WhatGoesToEveryAgentIsBoundedWhatGoesToOneCallIsNot) {
+  const std::string pad(kMaxFanOutParamsBytes, 'x');
+  auto big = [&](const std::string& method, const std::string& extra) {
+    return ParseTabNotice(Decoded(R"({"jsonrpc":"2.0","method":")" + method +
+                                  R"(","params":{)" + extra + R"("pad":")" + pad + R"("}})"));
+  };
+  // Copied once per agent of the account: dropped past 64 KiB.
+  EXPECT_FALSE(big("notifications/tools/list_changed", "").has_value());
+  EXPECT_FALSE(big("notifications/resources/updated", R"("uri":"doc://a",)").has_value());
+  EXPECT_FALSE(big("notifications/message", R"("level":"info",)").has_value());
+  // For one call's agent: passed on whole.
+  EXPECT_TRUE(big("notifications/progress", R"("progressToken":"p",)").has_value());
+  EXPECT_TRUE(big("notifications/message",
+                  R"("level":"info","_meta":{"relay/requestId":7},)").has_value());
+  // A view line is kept in every session of the account: cut to 2 KiB.
+  auto line = ParseTabNotice(Decoded(
+      R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"doc://a","_meta":{"relay/line":")" +
+      std::string(10000, 'y') + R"("}}})"));
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->line.size(), kMaxViewLineBytes);
+}
+
 TEST(TabHelloTest, ARelayHelloWithATicket) {
   auto hello = ParseTabHello(
       R"({"jsonrpc":"2.0","id":"h1","method":"relay/hello","params":{"ticket":"tk","client":{"name":"editor","version":"2.1"}}})",
