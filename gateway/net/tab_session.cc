@@ -99,9 +99,11 @@ void TabSession::HandleMessage(absl::string_view text) {
       break;
     case State::kRedeeming:
     case State::kAnnouncing:
+      // TAB-PROTOCOL.md: any other message before the hello is answered
+      // closes with 4400.
+      CloseWith(kCloseBadFirstMessage, "nothing may be sent before the hello is answered");
+      break;
     case State::kClosing:
-      // Nothing may be sent before the hello is answered; such messages are
-      // dropped rather than queued.
       break;
   }
 }

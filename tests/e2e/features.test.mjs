@@ -373,6 +373,14 @@ test('a missing hello closes with 4408, a first message that is not hello with 4
   await rude.open();
   rude.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
   assert.equal((await rude.closed).code, 4400);
+  // A hello, then something else before its answer.
+  const hasty = new ScriptedTab(gwTabs.wsUrl);
+  await hasty.open();
+  hasty.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket: await stack.ticket('alice'), client: { name: 'hasty', version: '1' } } });
+  hasty.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  const closed = await hasty.closed;
+  assert.equal(closed.code, 4400);
+  assert.match(closed.reason, /before the hello is answered/);
 });
 
 test('an oversized tab message closes with 4413', async () => {
