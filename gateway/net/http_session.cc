@@ -164,7 +164,7 @@ void HttpSession::OnAdmitted(std::string account, std::string role) {
   if (waits) {
     out_.Continue();
   }
-  in_.ReadBody(state_.options.max_body_bytes);
+  in_.ReadBody(state_.options.max_body_bytes, length);
 }
 
 void HttpSession::OnBody() {

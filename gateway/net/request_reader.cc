@@ -79,7 +79,7 @@ void RequestReader::ExpireForBody() {
       std::min(std::chrono::steady_clock::now() + timeouts_.header, body_deadline_));
 }
 
-void RequestReader::ReadBody(uint64_t limit) {
+void RequestReader::ReadBody(uint64_t limit, std::optional<uint64_t> length) {
   if (parser_->is_done()) {
     // No body (Content-Length: 0, or none): a read would wait for bytes that
     // are not coming. Posted, as a read's completion would be.
@@ -89,7 +89,7 @@ void RequestReader::ReadBody(uint64_t limit) {
     });
   }
   parser_->body_limit(limit);
-  StartBody(ContentLength().value_or(limit));
+  StartBody(length.value_or(limit));
   ReadBodySome();
 }
 

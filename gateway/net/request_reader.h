@@ -58,8 +58,8 @@ class RequestReader {
   // Reads the body, up to limit bytes; OnBody or OnBodyTooLarge follows. The
   // body's bytes must keep coming (none for --header_timeout: given up), and
   // all of them within --header_timeout plus a second per 16 KiB it is long
-  // (or may be).
-  void ReadBody(uint64_t limit);
+  // (length: its Content-Length, already read by the caller) or may be.
+  void ReadBody(uint64_t limit, std::optional<uint64_t> length);
   // Reads a body of length bytes and drops it; OnBodyTooLarge follows. The
   // same deadlines.
   void DiscardBody(uint64_t length);
