@@ -158,11 +158,6 @@ bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string*
   return !tab_request_id->empty();
 }
 
-TabAnswer TooDeepAnswer(bool is_tool_call, int max_depth) {
-  return UnreadableAnswer(is_tool_call,
-                          absl::StrCat("nested deeper than ", max_depth, " levels"));
-}
-
 TabAnswer UnreadableAnswer(bool is_tool_call, absl::string_view what) {
   std::string why = absl::StrCat("The editor's answer was ", what, " and could not be passed on.");
   if (is_tool_call) {

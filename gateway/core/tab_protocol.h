@@ -91,17 +91,15 @@ std::variant<AgentRequest, std::string> ToAgentRequest(RpcMessage& message);
 // such a request, or false when id is not one the relay gave.
 bool ParseAgentReplyId(const nlohmann::json& id, uint64_t* call_id, std::string* tab_request_id);
 
-// What a call's agent gets when the tab's answer to it nested deeper than
-// max_depth and could not be passed on: a tool error for tools/call (the
-// agent's model reads it), a JSON-RPC error (payload is its error object)
+// What a call's agent gets when the tab's answer to it could not be passed on
+// (nested too deep, or not a valid response): a tool error for tools/call
+// (the agent's model reads it), a JSON-RPC error (payload is its error object)
 // for any other method.
 struct TabAnswer {
   bool is_error = false;
   std::string payload;
 };
-TabAnswer TooDeepAnswer(bool is_tool_call, int max_depth);
-// The same for an answer the relay could not read at all (why: what was
-// wrong with it).
-TabAnswer UnreadableAnswer(bool is_tool_call, absl::string_view why);
+// what: what was wrong with the tab's answer ("nested deeper than 100 levels").
+TabAnswer UnreadableAnswer(bool is_tool_call, absl::string_view what);
 
 }  // namespace relay::gateway

@@ -181,14 +181,14 @@ TEST(AgentRequestTest, TheAgentsAnswerIdLeadsBackToTheCallAndTheTabsId) {
 }
 
 TEST(TabProtocolTest, AnAnswerNestedTooDeepBecomesAnErrorTheAgentCanRead) {
-  TabAnswer tool = TooDeepAnswer(/*is_tool_call=*/true, 100);
+  TabAnswer tool = UnreadableAnswer(/*is_tool_call=*/true, "nested deeper than 100 levels");
   EXPECT_FALSE(tool.is_error);  // a tool result with isError, for the model to read
   auto result = nlohmann::json::parse(tool.payload);
   EXPECT_EQ(result["isError"], true);
   EXPECT_NE(result["content"][0]["text"].get<std::string>().find("deeper than 100"),
             std::string::npos);
 
-  TabAnswer other = TooDeepAnswer(/*is_tool_call=*/false, 100);
+  TabAnswer other = UnreadableAnswer(/*is_tool_call=*/false, "nested deeper than 100 levels");
   EXPECT_TRUE(other.is_error);
   auto error = nlohmann::json::parse(other.payload);
   EXPECT_EQ(error["code"], kInternalError);
