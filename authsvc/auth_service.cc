@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include "absl/time/clock.h"
 #include "authsvc/host_answer.h"
 #include "common/crypto.h"
 #include "common/grpc_tls.h"
@@ -87,7 +88,7 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
   }
   redeem_requests_.Add();
   nlohmann::json body = {{"ticket", request->ticket()}};
-  Ask("agent/redeem", body.dump(), [reactor, response](absl::StatusOr<HostAnswer> answer) {
+  Ask("agent/redeem", body.dump(), [this, reactor, response](absl::StatusOr<HostAnswer> answer) {
     if (!answer.ok()) {
       reactor->Finish(UpstreamFailure(answer.status()));
       return;
@@ -97,6 +98,9 @@ grpc::ServerUnaryReactor* AuthService::RedeemTicket(grpc::CallbackServerContext*
     response->set_verdict(ok ? relay::v1::VERDICT_OK : relay::v1::VERDICT_INVALID);
     response->set_user(answer->user);
     response->set_role(answer->role);
+    if (ok) {
+      response->set_generation(tab_order_.Next(absl::Now()));
+    }
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

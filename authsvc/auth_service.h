@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "authsvc/host_api_client.h"
+#include "authsvc/tab_order.h"
 #include "authsvc/verify_cache.h"
 #include "common/metrics.h"
 #include "relay/v1/auth.grpc.pb.h"
@@ -64,6 +65,7 @@ class AuthService final : public relay::v1::Auth::CallbackService {
   absl::flat_hash_set<Watcher*> watchers_ ABSL_GUARDED_BY(watchers_mu_);
   HostApi& host_api_;
   VerifyCache& cache_;
+  TabOrder tab_order_;  // redeemed tickets' generations
   common::Counter verify_requests_;
   common::Counter redeem_requests_;
   common::Counter upstream_requests_;

@@ -88,10 +88,10 @@ int main(int argc, char** argv) {
     auto started = common::MetricsServer::Start(
         listen, [&service] { return service.RenderMetrics(); },
         [&service, relay_key = *key](const common::OperatorRequest& request) {
-          return authsvc::AnswerForgetHook(request, relay_key,
-                                           [&service](const relay::v1::ForgetRequest& what) {
-                                             return service.ForgetNow(what);
-                                           });
+          return authsvc::AnswerForgetHook(
+              request, relay_key,
+              [&service](const relay::v1::ForgetRequest& what) { return service.ForgetNow(what); },
+              absl::Now());
         });
     if (!started.ok()) {
       common::Fatal(started.status().message());

@@ -42,7 +42,8 @@ using boost::system::error_code;
 
 namespace {
 
-// Connecting, or a client's handshake, may take this long.
+// Connecting, the handshake and the peer's first frame (the router's
+// "admitted", the gateway's hello) may take this long together.
 constexpr auto kOpenTimeout = std::chrono::seconds(10);
 // Links a listener holds open at once.
 constexpr size_t kMaxLinks = 1024;
@@ -153,7 +154,7 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(absl::string_v
 // handler hops and a read that found nothing; the links spent more on that
 // than on everything else they do.)
 struct LinkChannel::Io {
-  explicit Io(asio::io_context& io) : io(io), socket(io), timer(io), resolver(io) {}
+  explicit Io(asio::io_context& io) : io(io), socket(io), timer(io), beat(io), resolver(io) {}
   ~Io() {
     if (ssl != nullptr) {
       SSL_free(ssl);
@@ -163,12 +164,20 @@ struct LinkChannel::Io {
   tcp::socket socket;
   SSL* ssl = nullptr;  // under TLS, once the handshake starts
   asio::steady_timer timer;  // the open deadline
+  asio::steady_timer beat;   // liveness: a ping, and a look at the peer, every kPingEvery
   tcp::resolver resolver;
   LinkFrameReader reader;
   std::string host;  // client side: what the server's certificate must name
   std::string out;      // what is being written
   size_t written = 0;   // of out
   bool write_waiting = false;  // for the socket to take more
+  // Liveness (kPingEvery, kSilence): when the peer last sent us bytes, and
+  // when our writes last made headway.
+  std::chrono::steady_clock::time_point heard;
+  std::chrono::steady_clock::time_point wrote;
+  bool ping_due = false;
+  bool pong_due = false;
+  bool read_parked = false;  // reading paused (ReadPaused) until ResumeReading
 };
 
 namespace {
@@ -226,6 +235,15 @@ IoResult Plain(ssize_t result) {
 // A read takes this much before letting the thread's other work run.
 constexpr size_t kReadTurnBytes = 1 << 20;
 
+// A hung peer (a stopped process whose kernel still acknowledges, a machine
+// gone without a reset) is declared down within kSilence + kPingEvery: each
+// side pings every kPingEvery, the peer's link answers after the frames
+// before it, and a peer that sent nothing for kSilence, or took none of our
+// bytes for kSilence while we had some to write, is down
+// (docs/operations.md, "Links under faults").
+constexpr auto kPingEvery = std::chrono::seconds(1);
+constexpr auto kSilence = std::chrono::seconds(3);
+
 }  // namespace
 
 LinkChannel::LinkChannel(asio::io_context& io, std::shared_ptr<LinkTls> tls)
@@ -248,8 +266,10 @@ void LinkChannel::Connect(const std::string& host, const std::string& port) {
     io.host = host;
     io.timer.expires_after(kOpenTimeout);
     io.timer.async_wait([self](error_code ec) {
-      if (!ec && !self->open_) {
-        self->CloseNow(absl::DeadlineExceededError("connecting to the router took more than 10 s"));
+      if (!ec && !self->framed_) {
+        self->CloseNow(absl::DeadlineExceededError(
+            self->open_ ? "the router did not admit the link within 10 s"
+                        : "connecting to the router took more than 10 s"));
       }
     });
     io.resolver.async_resolve(host, port, [self](error_code ec, tcp::resolver::results_type found) {
@@ -276,8 +296,10 @@ void LinkChannel::Adopt() {
   Io& io = *io_;
   io.timer.expires_after(kOpenTimeout);
   io.timer.async_wait([self = shared_from_this()](error_code ec) {
-    if (!ec && !self->open_) {
-      self->CloseNow(absl::DeadlineExceededError("the link's handshake took more than 10 s"));
+    if (!ec && !self->framed_) {
+      self->CloseNow(absl::DeadlineExceededError(
+          self->open_ ? "the gateway sent no hello within 10 s"
+                      : "the link's handshake took more than 10 s"));
     }
   });
   Handshake(/*server=*/true);
@@ -350,10 +372,11 @@ void LinkChannel::WaitThen(bool readable, const char* doing, void (LinkChannel::
 void LinkChannel::Opened() {
   open_ = true;
   fd_.store(io_->socket.native_handle(), std::memory_order_release);
-  io_->timer.cancel();
+  io_->heard = io_->wrote = std::chrono::steady_clock::now();
   if (absl::Status opened = OnOpened(); !opened.ok()) {
     return CloseNow(std::move(opened));
   }
+  Beat();
   WriteRound();
   if (!closed_) {
     // A read first, not a wait: the handshake's last read may have taken the
@@ -364,12 +387,57 @@ void LinkChannel::Opened() {
 
 void LinkChannel::ReadMore() { WaitThen(/*readable=*/true, "reading the link", &LinkChannel::ReadReady); }
 
+void LinkChannel::Beat() {
+  io_->beat.expires_after(kPingEvery);
+  io_->beat.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->closed_) {
+      return;
+    }
+    Io& io = *self->io_;
+    const auto now = std::chrono::steady_clock::now();
+    // While reading is paused the peer's pongs wait unread: its silence then
+    // says nothing about it (its taking our bytes still does).
+    if (!io.read_parked && now - io.heard > kSilence) {
+      return self->CloseNow(absl::DeadlineExceededError(
+          "the peer sent nothing for 3 s, not even a pong: it is down or hung"));
+    }
+    if (io.write_waiting && now - io.wrote > kSilence) {
+      return self->CloseNow(absl::DeadlineExceededError(
+          "the peer took none of the link's bytes for 3 s: it is hung or not reading"));
+    }
+    io.ping_due = true;
+    self->WriteRound();
+    if (!self->closed_) {
+      self->Beat();
+    }
+  });
+}
+
+void LinkChannel::ResumeReading() {
+  asio::post(io_->io, [self = shared_from_this()] {
+    Io& io = *self->io_;
+    if (self->closed_ || !io.read_parked) {
+      return;
+    }
+    io.read_parked = false;
+    // Its silence is timed from now: nothing was read from it meanwhile.
+    io.heard = std::chrono::steady_clock::now();
+    self->ReadReady();
+  });
+}
+
 void LinkChannel::ReadReady() {
   Io& io = *io_;
   size_t taken = 0;
   // Every record there is, until the socket has no more: a wait begun while
   // OpenSSL holds records it has read ahead would never end.
   for (;;) {
+    if (ReadPaused()) {
+      // Backpressure: what the peer sends waits in the kernel (and then in
+      // the peer's queue) until ResumeReading.
+      io.read_parked = true;
+      return;
+    }
     absl::Span<char> room = io.reader.Prepare();
     IoResult what;
     size_t got = 0;
@@ -399,14 +467,31 @@ void LinkChannel::ReadReady() {
           "reading the link: ", io.ssl != nullptr ? SslError(io.ssl) : std::strerror(errno))));
     }
     io.reader.Commit(got);
+    io.heard = std::chrono::steady_clock::now();
     for (;;) {
       absl::string_view frame;
-      absl::StatusOr<bool> next = io.reader.Next(frame);
+      LinkControl control;
+      absl::StatusOr<bool> next = io.reader.Next(frame, &control);
       if (!next.ok()) {
         return CloseNow(next.status());
       }
       if (!*next) {
         break;
+      }
+      if (control == LinkControl::kPing) {
+        // Answered after what came before it, in the next write round.
+        if (!io.pong_due) {
+          io.pong_due = true;
+          Wake();
+        }
+        continue;
+      }
+      if (control == LinkControl::kPong) {
+        continue;  // heard: that is all a pong is for
+      }
+      if (!framed_) {
+        framed_ = true;
+        io.timer.cancel();  // open, and the peer has spoken: the open deadline is met
       }
       if (absl::Status taken_ok = OnFrame(frame); !taken_ok.ok()) {
         return CloseNow(std::move(taken_ok));
@@ -461,10 +546,20 @@ void LinkChannel::WriteRound() {
       }
       // Set first: whoever sees the queue empty then sees the write too.
       writing_.store(true, std::memory_order_release);
-      if (!FillWrite(io.out)) {
+      if (io.pong_due) {
+        AppendLinkControl(LinkControl::kPong, io.out);
+        io.pong_due = false;
+      }
+      if (io.ping_due) {
+        AppendLinkControl(LinkControl::kPing, io.out);
+        io.ping_due = false;
+      }
+      FillWrite(io.out);
+      if (io.out.empty()) {
         writing_.store(false, std::memory_order_release);
         return;
       }
+      io.wrote = std::chrono::steady_clock::now();
     }
     // Written inline: the socket takes it at once unless its buffer is full.
     const char* data = io.out.data() + io.written;
@@ -487,6 +582,7 @@ void LinkChannel::WriteRound() {
     }
     if (what == IoResult::kDone) {
       io.written += sent;
+      io.wrote = std::chrono::steady_clock::now();
       continue;
     }
     if (what == IoResult::kWantRead || what == IoResult::kWantWrite) {
@@ -529,6 +625,7 @@ void LinkChannel::CloseNow(absl::Status why) {
   fd_.store(-1, std::memory_order_release);
   Io& io = *io_;
   io.timer.cancel();
+  io.beat.cancel();
   io.resolver.cancel();
   error_code ignored;
   io.socket.shutdown(tcp::socket::shutdown_both, ignored);

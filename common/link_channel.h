@@ -64,6 +64,8 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   // Any thread: everything written has been acknowledged by the peer's
   // kernel (or the channel is closed), so that closing it now loses nothing.
   bool Delivered() const;
+  // Any thread: reading goes on after ReadPaused() stopped it.
+  void ResumeReading();
 
  protected:
   // tls: null for plaintext.
@@ -77,6 +79,10 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   virtual absl::Status OnFrame(absl::string_view frame) = 0;
   // Appends the frames to write next; false when nothing waits.
   virtual bool FillWrite(std::string& out) = 0;
+  // Asked on the channel's thread before each read: true stops reading (the
+  // peer's bytes wait in the kernel, then in the peer) until ResumeReading.
+  // The link's liveness keeps watching the peer taking our bytes meanwhile.
+  virtual bool ReadPaused() { return false; }
   // Once, when the channel has closed (by either side, or by Close).
   virtual void OnClosed(const absl::Status& status) = 0;
 
@@ -105,12 +111,15 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   // is full (then waits for it, and WriteReady).
   void WriteRound();
   void WriteReady();
+  // Every kPingEvery while open: a ping, and the peer's liveness checked.
+  void Beat();
   void CloseNow(absl::Status why);
 
   std::shared_ptr<LinkTls> tls_;
   std::unique_ptr<Io> io_;
   std::string peer_role_;
   bool open_ = false;
+  bool framed_ = false;  // the peer's first frame came: the open deadline is met
   bool closed_ = false;
   std::atomic<bool> wake_posted_{false};
   std::atomic<bool> writing_{false};

@@ -21,6 +21,10 @@ void AppendLinkFrameHeader(size_t length, std::string& out) {
   out.append(header, sizeof(header));
 }
 
+void AppendLinkControl(LinkControl control, std::string& out) {
+  AppendLinkFrameHeader(kLinkControlBit | static_cast<uint32_t>(control), out);
+}
+
 absl::Span<char> LinkFrameReader::Prepare(size_t min_bytes) {
   // What was taken is dropped first: the unframed rest moves to the front.
   if (begin_ > 0) {
@@ -46,13 +50,29 @@ absl::Span<char> LinkFrameReader::Prepare(size_t min_bytes) {
   return absl::Span<char>(buffer_.data() + end_, buffer_.size() - end_);
 }
 
-absl::StatusOr<bool> LinkFrameReader::Next(absl::string_view& frame) {
+absl::StatusOr<bool> LinkFrameReader::Next(absl::string_view& frame, LinkControl* control) {
   const size_t held = end_ - begin_;
   if (held < kLinkFrameHeaderBytes) {
     return false;
   }
   const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + begin_);
   const size_t length = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | p[3];
+  if (length & kLinkControlBit) {
+    const size_t kind = length & ~size_t{kLinkControlBit};
+    if (control == nullptr ||
+        (kind != static_cast<size_t>(LinkControl::kPing) &&
+         kind != static_cast<size_t>(LinkControl::kPong))) {
+      return absl::InvalidArgumentError(absl::StrCat("an unknown link control frame (", kind, ")"));
+    }
+    *control = static_cast<LinkControl>(kind);
+    frame = absl::string_view();
+    begin_ += kLinkFrameHeaderBytes;
+    want_ = 0;
+    return true;
+  }
+  if (control != nullptr) {
+    *control = LinkControl::kNone;
+  }
   if (length > max_frame_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("a link frame of ", length, " bytes is beyond the limit of ", max_frame_));

@@ -19,8 +19,17 @@ inline constexpr size_t kLinkFrameHeaderBytes = 4;
 // beyond this ends the link (the peer is not one of ours, or is broken).
 inline constexpr size_t kMaxLinkFrameBytes = 64 << 20;
 
+// Control frames keep the link's liveness (ARCHITECTURE.md "Faults"): a
+// header with the top bit set and no body. A ping is answered with a pong by
+// the peer's link itself, after the frames before it: a peer whose process
+// has stopped (its kernel still acknowledging) answers nothing.
+enum class LinkControl : uint8_t { kNone = 0, kPing = 1, kPong = 2 };
+inline constexpr uint32_t kLinkControlBit = 0x80000000u;
+
 // Appends the header of a frame of `length` bytes to out.
 void AppendLinkFrameHeader(size_t length, std::string& out);
+// Appends a control frame.
+void AppendLinkControl(LinkControl control, std::string& out);
 
 // Appends message (a protobuf message) as one frame.
 template <typename Message>
@@ -43,8 +52,10 @@ class LinkFrameReader {
   absl::Span<char> Prepare(size_t min_bytes = 64 << 10);
   void Commit(size_t bytes) { end_ += bytes; }
   // The next whole frame, if one has arrived; an error if a frame announces
-  // more than max_frame bytes (nothing more can be read from that link).
-  absl::StatusOr<bool> Next(absl::string_view& frame);
+  // more than max_frame bytes (nothing more can be read from that link), or
+  // is a control frame this side does not know. A control frame comes back
+  // in *control (empty frame); without control, one is an error.
+  absl::StatusOr<bool> Next(absl::string_view& frame, LinkControl* control = nullptr);
   // Bytes held (buffered, whether framed or not).
   size_t capacity() const { return buffer_.size(); }
 

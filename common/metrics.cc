@@ -182,9 +182,9 @@ class BeastMetricsServer final : public MetricsServer {
     OperatorRequest r;
     r.method = std::string(request.method_string());
     r.target = std::string(request.target());
-    auto key = request.find("X-Relay-Key");
-    if (key != request.end()) {
-      r.relay_key = std::string(key->value());
+    auto signature = request.find("X-Relay-Signature");
+    if (signature != request.end()) {
+      r.relay_signature = std::string(signature->value());
     }
     r.body = request.body();
     return handler_(r);

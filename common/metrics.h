@@ -63,7 +63,9 @@ class MetricsText {
 struct OperatorRequest {
   std::string method;
   std::string target;
-  std::string relay_key;  // the X-Relay-Key header, for routes only the host API may call
+  // X-Relay-Signature, for routes only the host API may call: the body
+  // signed with the relay key (authsvc/forget_hook.h), never the key itself.
+  std::string relay_signature;
   std::string body;
 };
 struct OperatorReply {

@@ -166,7 +166,19 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   // The I/O threads run first: the shards' links live on the first, and the
   // router client, if this start fails further on, waits there for them to end.
   p.io.Run();
-  p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop);
+  // A revocation ends what is open with it: the token's streams, and with a
+  // user-wide one (the password changed, the account went) the user's tabs.
+  p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop,
+                             [&p](const Revocation& revoked) {
+                               for (auto& stream : p.streams.Snapshot()) {
+                                 stream->PostRevoked(revoked);
+                               }
+                               if (!revoked.user.empty()) {
+                                 for (auto& tab : p.tabs.Snapshot()) {
+                                   tab->PostSignedOut(revoked.user);
+                                 }
+                               }
+                             });
   auto router = NewLinkRouterClient(p.config.routers, p.config.grpc_tls, state.gateway_id,
                                     p.commands, p.grpc_loop, p.io.First());
   if (!router.ok()) {
@@ -230,7 +242,7 @@ bool Gateway::Drain() {
     tab->PostGoingAway();
   }
   for (auto& stream : p.streams.Snapshot()) {
-    stream->PostGoingAway();
+    stream->PostEnd();
   }
   // Let the last answers and close frames go out (a second at most): the
   // tabs' last replies and the cancellations are on the links, queued by the

@@ -307,6 +307,13 @@ std::string EncodeError(const nlohmann::json& id, int code, absl::string_view me
   return EncodeRawError(id, DumpJson(error));
 }
 
+std::string EncodeResourceNotFound(const nlohmann::json& id, absl::string_view uri) {
+  nlohmann::json error = {{"code", kResourceNotFound},
+                          {"message", "Resource not found"},
+                          {"data", {{"uri", uri}}}};
+  return EncodeRawError(id, DumpJson(error));
+}
+
 std::string EncodeRequest(uint64_t id, absl::string_view method, absl::string_view raw_params) {
   nlohmann::json name = method;
   if (raw_params.empty()) {

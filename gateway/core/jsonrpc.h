@@ -70,6 +70,10 @@ std::variant<RpcMessage, RpcFailure> DecodeValue(nlohmann::json value);
 std::string EncodeResult(const nlohmann::json& id, absl::string_view raw_result);
 std::string EncodeRawError(const nlohmann::json& id, absl::string_view raw_error);
 std::string EncodeError(const nlohmann::json& id, int code, absl::string_view message);
+// -32002 for a resource the agent may not see, worded as MCP's example and the
+// reference editor word an unknown one (message "Resource not found", data
+// {uri}), so that an agent cannot tell the hidden from the absent.
+std::string EncodeResourceNotFound(const nlohmann::json& id, absl::string_view uri);
 std::string EncodeRequest(uint64_t id, absl::string_view method, absl::string_view raw_params);
 std::string EncodeNotification(absl::string_view method, const nlohmann::json& params);
 

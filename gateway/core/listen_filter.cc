@@ -75,7 +75,8 @@ std::optional<std::string> ListenFilter::Pass(absl::string_view message) const {
   if (method == "notifications/resources/updated") {
     const nlohmann::json& params = parsed["params"];
     wanted = params.is_object() && params.contains("uri") && params["uri"].is_string() &&
-             std::find(uris_.begin(), uris_.end(), params["uri"].get<std::string>()) != uris_.end();
+             std::find(uris_.begin(), uris_.end(), params["uri"].get<std::string>()) != uris_.end() &&
+             std::find(muted_.begin(), muted_.end(), params["uri"].get<std::string>()) == muted_.end();
   }
   if (!wanted) {
     return std::nullopt;

@@ -32,6 +32,9 @@ class ListenFilter {
   std::string Closed() const;
 
   const std::vector<std::string>& uris() const { return uris_; }
+  // Updates of uri never pass (a resource the agent may not see: it is
+  // acknowledged as an unknown one would be).
+  void Mute(const std::string& uri) { muted_.push_back(uri); }
 
  private:
   std::string Tagged(nlohmann::json message) const;
@@ -41,6 +44,7 @@ class ListenFilter {
   bool prompts_ = false;
   bool resources_ = false;
   std::vector<std::string> uris_;
+  std::vector<std::string> muted_;
 };
 
 }  // namespace relay::gateway

@@ -306,14 +306,13 @@ PostDecision McpDispatcher::Decide(const std::string& account, const AgentHeader
       decision.action = JsonReply(200, EncodeError(message.id, kInvalidParams, "params.uri is required"));
       return decision;
     }
-    if (catalogue_.Get()->Hides(Catalogue::Kind::kResource, headers.role, *uri)) {
-      decision.action = JsonReply(
-          200, EncodeError(message.id, kResourceNotFound, absl::StrCat("Resource not found: ", *uri)));
-      return decision;
+    // A hidden resource is answered as an unknown one is (the router accepts
+    // any URI): it is simply never subscribed, so no update of it arrives.
+    if (!catalogue_.Get()->Hides(Catalogue::Kind::kResource, headers.role, *uri)) {
+      effect.kind = method == "resources/subscribe" ? SessionEffect::Kind::kSubscribe
+                                                    : SessionEffect::Kind::kUnsubscribe;
+      effect.value = *uri;
     }
-    effect.kind = method == "resources/subscribe" ? SessionEffect::Kind::kSubscribe
-                                                  : SessionEffect::Kind::kUnsubscribe;
-    effect.value = *uri;
     decision.action = JsonReply(200, EncodeResult(message.id, "{}"));
     return decision;
   }
@@ -411,7 +410,7 @@ std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
   } else if (method == "resources/read") {
     std::optional<std::string> uri = params.StringOf("uri");
     if (uri && catalogue->Hides(Kind::kResource, role, *uri)) {
-      return refuse(kResourceNotFound, absl::StrCat("Resource not found: ", *uri));
+      return JsonReply(200, EncodeResourceNotFound(message.id, *uri));
     }
   } else if (method == "completion/complete") {
     std::optional<std::string> name = ref.StringOf("name");

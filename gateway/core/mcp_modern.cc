@@ -178,15 +178,16 @@ PostDecision McpDispatcher::DecideModern(const std::string& account, const Agent
       decision.action = JsonReply(400, EncodeError(message.id, kInvalidParams, *error));
       return decision;
     }
+    // A hidden resource is honored as an unknown one is (listed in the
+    // acknowledgement), and never heard of.
     std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
-    for (const std::string& uri : std::get<ListenFilter>(filter).uris()) {
+    ListenFilter& listen = std::get<ListenFilter>(filter);
+    for (const std::string& uri : std::vector<std::string>(listen.uris())) {
       if (catalogue->Hides(Catalogue::Kind::kResource, headers.role, uri)) {
-        decision.action = JsonReply(
-            400, EncodeError(message.id, kResourceNotFound, absl::StrCat("Resource not found: ", uri)));
-        return decision;
+        listen.Mute(uri);
       }
     }
-    decision.action = ListenPlan{std::get<ListenFilter>(std::move(filter))};
+    decision.action = ListenPlan{std::move(listen)};
     return decision;
   }
   if (!IsForwardedModern(method)) {

@@ -1,5 +1,6 @@
 #include "gateway/core/tab_calls.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace relay::gateway {
@@ -30,6 +31,18 @@ std::optional<bool> TabCalls::Finish(uint64_t id) {
   return is_tool_call;
 }
 
+TabCalls::GivenUp TabCalls::GiveUp(uint64_t id) {
+  if (Finish(id)) {
+    return GivenUp::kWasSent;
+  }
+  auto held = std::find_if(held_.begin(), held_.end(), [id](const Call& c) { return c.id == id; });
+  if (held == held_.end()) {
+    return GivenUp::kNone;
+  }
+  held_.erase(held);
+  return GivenUp::kWasHeld;
+}
+
 std::vector<uint64_t> TabCalls::FinishAll() {
   std::vector<uint64_t> ids;
   ids.reserve(in_flight_.size());
@@ -37,6 +50,7 @@ std::vector<uint64_t> TabCalls::FinishAll() {
     ids.push_back(id);
   }
   in_flight_.clear();
+  held_.clear();  // never sent: nothing to tell the tab
   return ids;
 }
 

@@ -34,8 +34,13 @@ class TabCalls {
   // in flight, with whether it is a tools/call; nothing when it was not (an
   // answer to a cancelled call is dropped).
   std::optional<bool> Finish(uint64_t id);
-  // Every call in flight ends (the gateway stops, or the link to the
-  // account's shard went down): their ids.
+  // The relay gives the call up (the agent cancelled, its deadline passed):
+  // one sent is ended (the tab must be told), one held is dropped unsent.
+  enum class GivenUp { kNone, kWasSent, kWasHeld };
+  GivenUp GiveUp(uint64_t id);
+  // Every call ends (the gateway stops, the link to the account's shard went
+  // down, the tab was displaced): the ids of those in flight, which the tab
+  // must be told of; held ones are dropped unsent.
   std::vector<uint64_t> FinishAll();
 
   bool empty() const { return in_flight_.empty() && held_.empty(); }

@@ -14,6 +14,9 @@ namespace relay::gateway {
 // Close codes of TAB-PROTOCOL.md.
 inline constexpr uint16_t kCloseBadFirstMessage = 4400;
 inline constexpr uint16_t kCloseBadTicket = 4401;
+// Every token of the account was revoked (its password changed, it was
+// deleted or renamed): the page must sign in again, not just reconnect.
+inline constexpr uint16_t kCloseSignedOut = 4403;
 inline constexpr uint16_t kCloseHelloTimeout = 4408;
 inline constexpr uint16_t kCloseDisplaced = 4409;
 inline constexpr uint16_t kCloseTooBig = 4413;

@@ -13,17 +13,12 @@ namespace relay::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 
-namespace {
-
-
-}  // namespace
-
 AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
                          std::string account, std::string role, std::string session,
-                         std::optional<ListenFilter> listen)
+                         std::string token_sha256, std::optional<ListenFilter> listen)
     : stream_(std::move(stream)), state_(state), slot_(std::move(slot)),
       account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
-      listen_(std::move(listen)),
+      token_sha256_(std::move(token_sha256)), listen_(std::move(listen)),
       out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)) {}
 
@@ -121,7 +116,15 @@ void AgentStream::PostSessionEnded(std::string session) {
   });
 }
 
-void AgentStream::PostGoingAway() {
+void AgentStream::PostEnd() {
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
+}
+
+void AgentStream::PostRevoked(const Revocation& revoked) {
+  if (revoked.user != account_ &&
+      (revoked.token_sha256.empty() || revoked.token_sha256 != token_sha256_)) {
+    return;  // another's: not even a post (every stream hears every revocation)
+  }
   GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
 }
 

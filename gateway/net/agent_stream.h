@@ -28,9 +28,10 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
  public:
   // listen: a 2026-07-28 subscriptions/listen stream (its session is the
   // relay's own, for the router's fan-out), with what it asked to hear.
+  // token_sha256: the bearer's SHA-256 (hex), so that its revocation ends the stream.
   AgentStream(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
               std::string account, std::string role, std::string session,
-              std::optional<ListenFilter> listen = std::nullopt);
+              std::string token_sha256, std::optional<ListenFilter> listen = std::nullopt);
 
   // On its I/O thread: registers the stream, answers the GET, tells the router
   // (which replays what came after last_event_id).
@@ -46,8 +47,12 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   void PostReannounce(size_t shard);
   // The session was ended (DELETE): if this is its stream, it ends.
   void PostSessionEnded(std::string session);
-  // The gateway stops.
-  void PostGoingAway();
+  // The stream ends: the gateway stops, or the router cut it (its account
+  // fanned out more than its budget; the agent resumes by reconnecting).
+  void PostEnd();
+  // authsvc revoked a token or a user: the stream ends if it was opened with
+  // that token or by that user (its agent hears 401 when it reconnects).
+  void PostRevoked(const Revocation& revoked);
 
   // WriterOwner.
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
@@ -70,6 +75,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   const std::string account_;
   const std::string role_;  // the token's: which catalogue changes this stream hears of
   const std::string session_;
+  const std::string token_sha256_;
   const std::optional<ListenFilter> listen_;
   ResponseWriter out_;
   std::string scratch_;  // what the agent sends on a stream is read and dropped

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "gateway/core/jsonrpc.h"
@@ -59,6 +60,11 @@ void HttpSession::ReadNext() {
   plan_.reset();
   call_ref_ = 0;
   in_.ReadNext();
+}
+
+std::string HttpSession::BearerSha256() const {
+  return common::Sha256Hex(
+      RequestGate::BearerToken(in_.Header(http::field::authorization).value_or("")));
 }
 
 std::string HttpSession::ClientAddress() const {
@@ -273,7 +279,7 @@ void HttpSession::OpenStream(const std::string& session) {
   StopTimer();
   out_.Stop();
   std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
-                                headers_.role, session)
+                                headers_.role, session, BearerSha256())
       ->Run(last_event_id);
 }
 

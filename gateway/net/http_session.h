@@ -104,6 +104,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void Close();
 
   std::string ClientAddress() const;
+  // The SHA-256 (hex) of the request's bearer: how a revocation names it.
+  std::string BearerSha256() const;
   void ToRouter(relay::v1::GatewayEvent event);
 
   boost::beast::tcp_stream stream_;

@@ -33,7 +33,8 @@ void HttpSession::OpenListen(ListenPlan plan) {
   StopTimer();
   out_.Stop();
   std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
-                                headers_.role, std::move(session), std::move(plan.filter))
+                                headers_.role, std::move(session), BearerSha256(),
+                                std::move(plan.filter))
       ->Run(0);
 }
 

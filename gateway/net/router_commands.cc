@@ -61,6 +61,11 @@ void RouterCommands::OnCommand(RouterCommand& command) {
         stream->PostEvent(event->event_id(), std::move(*event->mutable_message()));
       }
       break;
+    case RouterCommand::kStreamEnd:
+      if (auto stream = streams_.Find(command.stream_end().stream_id())) {
+        stream->PostEnd();
+      }
+      break;
     case RouterCommand::kSessionEnded: {
       const std::string& session = command.session_ended().session_id();
       ended_.Add(session);

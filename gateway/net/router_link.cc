@@ -9,6 +9,25 @@
 
 namespace relay::gateway {
 
+namespace {
+
+// What starts new work at the router, refused while it is behind; everything
+// else ends or answers work under way (or announces what exists), and is
+// bounded by it.
+bool StartsWork(const relay::v1::GatewayEvent& event) {
+  switch (event.event_case()) {
+    case relay::v1::GatewayEvent::kCallStart:
+    case relay::v1::GatewayEvent::kCallResume:
+    case relay::v1::GatewayEvent::kTabNotification:
+    case relay::v1::GatewayEvent::kSessionTouch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
   size_t bytes = event.ByteSizeLong();
   {
@@ -16,12 +35,15 @@ bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
     if (closed_) {
       return false;
     }
-    if (!queue_.Push(std::move(event), bytes)) {
-      common::LogWarn("router not reading its link; ending it");
-      closed_ = true;
-      Close(absl::ResourceExhaustedError("the router is not reading the link"));
+    if (queue_.queued_bytes() + bytes > kLinkHighWatermark && StartsWork(event)) {
+      if (refused_++ % 1000 == 0) {
+        common::LogWarn("the router is behind on this link; refusing new calls and notifications",
+                        {{"queued_bytes", static_cast<int64_t>(queue_.queued_bytes())},
+                         {"refused", static_cast<int64_t>(refused_)}});
+      }
       return false;
     }
+    queue_.Push(std::move(event), bytes);
   }
   Wake();
   return true;

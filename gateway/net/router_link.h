@@ -34,8 +34,13 @@ class RouterLinkOwner {
 // A write takes batches up to this much; a batch is cut there too, so that one
 // large message does not hold up the rest.
 inline constexpr size_t kLinkBatchBytes = 1 << 20;
-// A router that stops reading: events wait up to this much, then the link ends.
-inline constexpr size_t kLinkMaxQueuedBytes = 256 << 20;
+// A router that reads slowly (it pauses reading while a gateway is backed
+// up): past this much waiting, new work is refused (calls fail at once with
+// the relay's message, tabs' notifications are dropped) and only what ends or
+// answers work already under way is queued, which is bounded by that work.
+// No limit ends the link, which every account on it shares; a router that
+// stops reading altogether is found hung by the link's liveness.
+inline constexpr size_t kLinkHighWatermark = 64 << 20;
 
 // One link to one router shard (docs/protocols.md), on the gateway's first I/O
 // thread. Any thread sends events; they wait in a queue, and one write round
@@ -47,7 +52,8 @@ class RouterLink final : public common::LinkChannel {
              std::shared_ptr<common::LinkTls> tls)
       : LinkChannel(io, std::move(tls)), owner_(owner) {}
 
-  // Any thread. False once the link has ended: the event is dropped.
+  // Any thread. False once the link has ended, or when the event starts new
+  // work (a call, a notification) and the router is behind: it is dropped.
   bool Send(relay::v1::GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_);
   // Nothing queued, no write in flight, and what was written acknowledged:
   // the drain may close it.
@@ -65,8 +71,9 @@ class RouterLink final : public common::LinkChannel {
   absl::Mutex mu_;
   common::BatchQueue<relay::v1::GatewayBatch, relay::v1::GatewayEvent,
                      &relay::v1::GatewayBatch::add_events>
-      queue_ ABSL_GUARDED_BY(mu_){kLinkBatchBytes, kLinkMaxQueuedBytes};
+      queue_ ABSL_GUARDED_BY(mu_){kLinkBatchBytes, SIZE_MAX};
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // no more sends
+  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;  // events refused while the router is behind
 };
 
 }  // namespace relay::gateway

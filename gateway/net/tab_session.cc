@@ -149,6 +149,7 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   phase_ = State::kAnnouncing;
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
+  announcement_.generation = verdict.generation;
   tab_id_ = state_.tabs->Add(weak_from_this());
   // Registered first, then asked: either the drain's list of tabs has this
   // one, or the drain began before and is seen here.
@@ -348,11 +349,15 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
 void TabSession::PostCancel(uint64_t call_id, std::string reason) {
   GatheredPosts::Post(ws_.get_executor(),
                       [self = shared_from_this(), call_id, reason = std::move(reason)] {
-    if (!self->calls_.Finish(call_id) || self->phase_ != State::kLive) {
+    // A call still held (the hello not yet answered) is simply never sent.
+    TabCalls::GivenUp given_up = self->calls_.GiveUp(call_id);
+    if (given_up == TabCalls::GivenUp::kNone) {
       return;
     }
-    self->Send(EncodeNotification("notifications/cancelled",
-                                  {{"requestId", call_id}, {"reason", reason}}));
+    if (given_up == TabCalls::GivenUp::kWasSent && self->phase_ == State::kLive) {
+      self->Send(EncodeNotification("notifications/cancelled",
+                                    {{"requestId", call_id}, {"reason", reason}}));
+    }
     self->MaybeEndDrain();
   });
 }
@@ -362,8 +367,10 @@ void TabSession::PostDisplace(std::string reason) {
     if (self->phase_ == State::kClosing) {
       return;
     }
-    // The router has already moved the account to the newer tab.
+    // The router has already moved the account to the newer tab, and failed
+    // this one's calls toward their agents: the tab stops working on them.
     self->announced_ = false;
+    self->CancelAll("another tab switched the agent on");
     self->Send(EncodeNotification("relay/displaced", {{"reason", reason}}));
     self->CloseWith(kCloseDisplaced, "displaced by another tab");
   });
@@ -372,8 +379,9 @@ void TabSession::PostDisplace(std::string reason) {
 void TabSession::PostLinkDown(size_t shard) {
   GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->state_.router->ShardOf(self->announcement_.account) == shard) {
-      // The router failed these calls toward their agents, or is gone.
-      self->calls_.FinishAll();
+      // The router failed these calls toward their agents, or is gone: the
+      // agents will try again, so the tab must not go on with the first run.
+      self->CancelAll("the relay lost its link to the editor's gateway; the agent may try again");
       self->MaybeEndDrain();
     }
   });
@@ -390,17 +398,33 @@ void TabSession::PostReannounce(size_t shard) {
 
 void TabSession::PostGoingAway() {
   GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this()] {
-    if (self->phase_ == State::kLive) {
-      // The calls it still has are given up (their agents hear it from the
-      // router when the tab goes): the tab may stop working on them.
-      for (uint64_t call_id : self->calls_.FinishAll()) {
-        self->Send(EncodeNotification(
-            "notifications/cancelled",
-            {{"requestId", call_id}, {"reason", "the relay is shutting down"}}));
-      }
-    }
+    // The calls it still has are given up (their agents hear it from the
+    // router when the tab goes): the tab may stop working on them.
+    self->CancelAll("the relay is shutting down");
     self->CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
   });
+}
+
+void TabSession::PostSignedOut(std::string user) {
+  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), user = std::move(user)] {
+    if (self->phase_ == State::kClosing || self->phase_ == State::kAwaitingHello ||
+        self->announcement_.account != user) {
+      return;
+    }
+    self->CancelAll("the account's sign-in ended");
+    self->CloseWith(kCloseSignedOut, "the account's sign-in ended; sign in again");
+  });
+}
+
+void TabSession::CancelAll(absl::string_view reason) {
+  std::vector<uint64_t> given_up = calls_.FinishAll();
+  if (phase_ != State::kLive) {
+    return;  // calls held before the hello's answer were never sent
+  }
+  for (uint64_t call_id : given_up) {
+    Send(EncodeNotification("notifications/cancelled",
+                            {{"requestId", call_id}, {"reason", reason}}));
+  }
 }
 
 void TabSession::Send(std::string text) {

@@ -49,6 +49,10 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void PostDrain();
   // Shutdown: close with 1001 so the tab reconnects elsewhere.
   void PostGoingAway();
+  // authsvc revoked every token of user (the password changed, the account
+  // was deleted or renamed): a tab of that account is closed with 4403, which
+  // tells the page to sign in again.
+  void PostSignedOut(std::string user);
 
   // TabReader::Owner and TabWriter::Owner.
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
@@ -79,6 +83,10 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // The tab's answer to call_id, to its account's shard.
   void Reply(uint64_t call_id, bool is_error, std::string payload);
 
+  // Gives up every call the tab has: those it was sent are cancelled there
+  // (notifications/cancelled), so that an agent's retry never runs beside a
+  // forgotten first run (ARCHITECTURE.md "Faults").
+  void CancelAll(absl::string_view reason);
   void Send(std::string text);
   // Sends what is queued, then closes with code.
   void CloseWith(uint16_t code, absl::string_view reason);

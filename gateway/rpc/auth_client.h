@@ -14,7 +14,19 @@ struct AuthVerdict {
   std::string user;
   std::string role;
   uint32_t retry_after_seconds = 0;
+  // A redeemed ticket's place in its account's order of tabs (0 otherwise).
+  uint64_t generation = 0;
 };
+
+// What authsvc pushed (Auth.WatchRevocations): one token, by its SHA-256
+// (lowercase hex), or every token of a user (a password change, the account
+// deleted or renamed, an operator's forget). Exactly one is set.
+struct Revocation {
+  std::string user;
+  std::string token_sha256;
+};
+// Hears every revocation, on the client's thread (it must only post).
+using RevocationListener = std::function<void(const Revocation&)>;
 
 // The gateway's view of authsvc. Implementations are thread-safe; callbacks
 // run on an arbitrary thread (a gRPC callback thread) and must only post work

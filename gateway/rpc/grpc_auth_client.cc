@@ -61,8 +61,10 @@ class RevocationWatch {
 
 class GrpcAuthClient final : public AuthClient {
  public:
-  GrpcAuthClient(const std::string& address, const common::GrpcTls& tls, common::CqLoop& loop)
-      : loop_(loop), stub_(relay::v1::Auth::NewStub(MakeChannel(address, tls))) {
+  GrpcAuthClient(const std::string& address, const common::GrpcTls& tls, common::CqLoop& loop,
+                 RevocationListener on_revoked)
+      : loop_(loop), stub_(relay::v1::Auth::NewStub(MakeChannel(address, tls))),
+        on_revoked_(std::move(on_revoked)) {
     Watch();
   }
 
@@ -111,15 +113,22 @@ class GrpcAuthClient final : public AuthClient {
   void OnWatchUp() { memo_.SetWatched(true, common::MonotonicNow()); }
   void OnRevocation(const relay::v1::Revocation& revocation) {
     memo_.Heard(common::MonotonicNow());
+    Revocation revoked;
     switch (revocation.what_case()) {
       case relay::v1::Revocation::kUser:
         memo_.ForgetUser(revocation.user());
+        revoked.user = revocation.user();
         break;
       case relay::v1::Revocation::kTokenSha256:
         memo_.ForgetToken(revocation.token_sha256());
+        revoked.token_sha256 = revocation.token_sha256();
         break;
       case relay::v1::Revocation::WHAT_NOT_SET:
-        break;  // a beat: authsvc is there, and had nothing to revoke
+        return;  // a beat: authsvc is there, and had nothing to revoke
+    }
+    // What is already open with it ends too (ARCHITECTURE.md "Faults").
+    if (on_revoked_) {
+      on_revoked_(revoked);
     }
   }
   void OnWatchEnded(RevocationWatch* watch) ABSL_LOCKS_EXCLUDED(mu_) {
@@ -191,6 +200,8 @@ class GrpcAuthClient final : public AuthClient {
           verdict.retry_after_seconds = response.retry_after_seconds();
           memo->Put(token_sha256, verdict, absl::Milliseconds(response.keep_ms()), epoch,
                     common::MonotonicNow());
+        } else {
+          verdict.generation = response.generation();
         }
       }
       done(std::move(verdict));
@@ -213,6 +224,7 @@ class GrpcAuthClient final : public AuthClient {
   common::CqLoop& loop_;
   std::unique_ptr<relay::v1::Auth::Stub> stub_;
   VerdictMemo memo_;
+  const RevocationListener on_revoked_;
   absl::Mutex mu_;
   RevocationWatch* watch_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<grpc::Alarm> alarm_;  // replaced only in OnWatchEnded, before stopping
@@ -263,8 +275,9 @@ void RevocationWatch::OnCompleted(Op op, bool ok) {
 }  // namespace
 
 std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
-                                              common::CqLoop& loop) {
-  return std::make_unique<GrpcAuthClient>(address, tls, loop);
+                                              common::CqLoop& loop,
+                                              RevocationListener on_revoked) {
+  return std::make_unique<GrpcAuthClient>(address, tls, loop, std::move(on_revoked));
 }
 
 }  // namespace relay::gateway

@@ -17,7 +17,9 @@ namespace relay::gateway {
 // long-lived channel for the life of the process and runs every gRPC
 // completion on loop's one thread; callbacks are called there and must only
 // post to the I/O threads. The loop must run until the client is destroyed.
+// on_revoked hears every revocation, after the memo has dropped its verdicts.
 std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
-                                              common::CqLoop& loop);
+                                              common::CqLoop& loop,
+                                              RevocationListener on_revoked = {});
 
 }  // namespace relay::gateway

@@ -7,7 +7,10 @@ namespace HostApi;
  * Tells the relay's authsvc the moment a token or an account stops being good, so that the
  * agent's next request is refused instead of one verify TTL later (HOST-API.md: "the token
  * stops working at the agent's next request"). authsvc answers POST /forget on its operator
- * port (--metrics_listen) to callers holding the relay key.
+ * port (--metrics_listen) to callers holding the relay key, which they prove by signing the body
+ * with it (X-Relay-Signature: t=UNIX,v1=HMAC-SHA256(key, "UNIX.BODY")): the key itself never
+ * travels, so the hook may be plain http inside a deployment without handing the relay routes
+ * to whoever sees its requests.
  *
  * Where: HOSTAPI_RELAY_FORGET_URLS, spaces or commas between (else the file
  * <data>/relay-forget-urls, one per line; else nowhere: cached verdicts then end within
@@ -39,11 +42,14 @@ final class RelayHook
         if ($key === null) {
             return;
         }
+        $body = json_encode($what);
+        $at = (string) time();
+        $signature = 't=' . $at . ',v1=' . hash_hmac('sha256', $at . '.' . $body, $key);
         foreach (self::urls() as $url) {
             $context = stream_context_create(['http' => [
                 'method' => 'POST',
-                'header' => "Content-Type: application/json\r\nX-Relay-Key: {$key}\r\n",
-                'content' => json_encode($what),
+                'header' => "Content-Type: application/json\r\nX-Relay-Signature: {$signature}\r\n",
+                'content' => $body,
                 'timeout' => 1.0,
                 'ignore_errors' => true,
             ]]);

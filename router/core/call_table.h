@@ -41,6 +41,9 @@ struct Call {
   std::vector<std::pair<std::string, std::string>> pending;
   size_t pending_bytes = 0;
   bool parked = false;
+  // The tab has asked the agent something: a park may be on its way, so the
+  // tab's final answer is kept for the retry (KeptAnswers).
+  bool asked = false;
   uint32_t round = 0;  // the last round parked or resumed
   absl::Time parked_until;
 };

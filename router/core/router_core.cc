@@ -30,7 +30,9 @@ bool IsListChanged(absl::string_view method) {
 }  // namespace
 
 RouterCore::RouterCore(uint64_t first_call_id, RouterCoreOptions options)
-    : options_(options), sessions_(options.sessions), calls_(first_call_id) {}
+    : options_(options), sessions_(options.sessions), calls_(first_call_id),
+      kept_(options.max_kept_answers, options.max_kept_bytes),
+      fanout_(options.fanout_bytes_per_second, options.fanout_burst_bytes) {}
 
 void RouterCore::LinkUp(uint64_t link_id) { links_.try_emplace(link_id); }
 
@@ -124,7 +126,7 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
       break;
     }
     case GatewayEvent::kTabNotification:
-      OnTabNotification(link_id, event.tab_notification(), out);
+      OnTabNotification(link_id, event.tab_notification(), now, out);
       break;
     case GatewayEvent::kTabRequest:
       OnTabRequest(link_id, *event.mutable_tab_request(), out);
@@ -145,7 +147,7 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
       OnCallPark(link_id, event.call_park(), now);
       break;
     case GatewayEvent::kCallResume:
-      OnCallResume(link_id, *event.mutable_call_resume(), out);
+      OnCallResume(link_id, *event.mutable_call_resume(), now, out);
       break;
     case GatewayEvent::EVENT_NOT_SET:
       break;
@@ -165,14 +167,25 @@ void RouterCore::OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& o
   record.client_name = up.client_name();
   record.client_version = up.client_version();
   record.connected_at = absl::Now();
-  std::optional<TabRecord> displaced = table_.Attach(std::move(record));
+  record.generation = up.generation();
+  AttachResult attach = table_.Attach(std::move(record));
+  if (!attach.attached) {
+    // An older tab announced after a newer one (its gateway relinked, or its
+    // announcement was late): the newer one keeps the account, and this one
+    // is told, as a tab that was taken over is.
+    WatchTab(WatchEvent::TAB_DISPLACED, up.account(), ref, "a newer tab of the account holds it");
+    auto* displace = AddCommand(out, link_id).mutable_displace();
+    displace->set_tab_id(up.tab_id());
+    displace->set_reason("another tab switched the agent on");
+    return;
+  }
   if (WatchEvent* event = Watch(WatchEvent::TAB_UP)) {
     event->set_account(up.account());
     event->set_gateway_id(GatewayOf(link_id));
     event->set_tab_id(up.tab_id());
     event->set_client(up.client_name());
   }
-  if (displaced && !(displaced->ref == ref)) {
+  if (const std::optional<TabRecord>& displaced = attach.displaced) {
     WatchTab(WatchEvent::TAB_DISPLACED, displaced->account, displaced->ref,
              "another tab switched the agent on");
     FailCallsOf(displaced->ref, Failure::REASON_DISPLACED, out);
@@ -246,8 +259,11 @@ void RouterCore::OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::
   }
   Call call = *calls_.Take(reply.call_id());
   parked_.erase(reply.call_id());
+  if (call.stateless && (call.parked || call.asked)) {
+    KeepAnswer(reply.call_id(), call, reply, now);
+  }
   if (call.parked) {
-    return;  // nobody waits: the agent's retry will hear it is no longer pending
+    return;  // nobody waits: the agent's retry takes the kept answer
   }
   auto* done = AddCommand(out, call.origin.link_id).mutable_call_done();
   done->set_call_ref(call.origin.call_ref);
@@ -264,7 +280,7 @@ void RouterCore::OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::
 }
 
 void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotification& note,
-                                   Outbox& out) {
+                                   absl::Time now, Outbox& out) {
   TabRef tab{link_id, note.tab_id()};
   std::optional<std::string> account = table_.AccountOf(tab);
   if (!account) {
@@ -273,12 +289,12 @@ void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotific
   const std::string& method = note.method();
   std::string message = Notification(method, note.params());
   if (method == "notifications/resources/updated") {
-    Deliver(sessions_.ToSubscribers(*account, note.uri(), message), out);
+    Fanout(*account, sessions_.ToSubscribers(*account, note.uri(), message), now, out);
     sessions_.SetPendingLine(*account, note.line().empty()
                                            ? absl::StrCat("The view changed: ", note.uri())
                                            : note.line());
   } else if (IsListChanged(method)) {
-    Deliver(sessions_.Broadcast(*account, message), out);
+    Fanout(*account, sessions_.Broadcast(*account, message), now, out);
   } else if (method == "notifications/progress") {
     const Call* call = calls_.Find(calls_.FindByProgressToken(note.progress_token()));
     if (call != nullptr && call->tab == tab) {
@@ -291,7 +307,8 @@ void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotific
         ToAgent(*call, std::move(message), out);
       }
     } else {
-      Deliver(sessions_.ToLogLevel(*account, LogLevelRank(note.level()), message), out);
+      Fanout(*account, sessions_.ToLogLevel(*account, LogLevelRank(note.level()), message), now,
+             out);
     }
   }
 }
@@ -310,6 +327,7 @@ void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, 
         R"({"code":-32602,"message":"no agent call in progress with that relay/requestId"})");
   }
   if (call->stateless) {
+    call->asked = true;
     // Kept until answered: the agent answers on a retry, maybe elsewhere.
     if (call->pending.size() >= options_.max_pending_requests ||
         call->pending_bytes + request.message().size() > options_.max_pending_bytes) {
@@ -392,6 +410,8 @@ void RouterCore::EndSession(const std::string& session, Outbox& out) {
 void RouterCore::Sweep(absl::Time now, Outbox& out) {
   NotifyAgents(sessions_.Sweep(now), now, out);
   ExpireParked(now, out);
+  kept_.Expire(now);
+  fanout_.Sweep(now);
 }
 
 void RouterCore::FailCallsOf(const TabRef& tab, Failure::Reason reason, Outbox& out) {
@@ -462,6 +482,33 @@ void RouterCore::Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& 
     event->set_event_id(d.event_id);
     event->set_message(d.message);
   }
+}
+
+void RouterCore::Fanout(const std::string& account, const std::vector<StreamDelivery>& deliveries,
+                        absl::Time now, Outbox& out) {
+  size_t bytes = 0;
+  for (const StreamDelivery& d : deliveries) {
+    bytes += d.message.size();
+  }
+  if (fanout_.Spend(account, bytes, now)) {
+    return Deliver(deliveries, out);
+  }
+  // Over its budget: the account's own streams lose this event, nobody
+  // else's link waits for it. It is in each session's replay buffer already,
+  // so the stream ends (the agent reconnects with Last-Event-ID and gets it)
+  // rather than going on with a gap.
+  std::vector<std::string> changed;
+  for (const StreamDelivery& d : deliveries) {
+    ++counts_.streams_cut;
+    auto* end = AddCommand(out, d.stream.link_id).mutable_stream_end();
+    end->set_stream_id(d.stream.stream_id);
+    end->set_reason("the account's editor sent more notifications than the relay passes on; "
+                    "reconnect to resume");
+    for (std::string& account_changed : sessions_.CloseStream(d.session, d.stream, now)) {
+      changed.push_back(std::move(account_changed));
+    }
+  }
+  NotifyAgents(changed, now, out);
 }
 
 WatchEvent* RouterCore::Watch(WatchEvent::Kind kind) {

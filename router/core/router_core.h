@@ -10,6 +10,8 @@
 #include "absl/time/time.h"
 #include "relay/v1/router.pb.h"
 #include "router/core/call_table.h"
+#include "router/core/fanout_budget.h"
+#include "router/core/kept_answers.h"
 #include "router/core/routing_table.h"
 #include "router/core/session_table.h"
 
@@ -38,6 +40,16 @@ struct RouterCoreOptions {
   // ... and their bytes (a sampling request may carry images; the 2025 era
   // keeps none of them).
   size_t max_pending_bytes = 2 << 20;
+  // Tabs' final answers to 2026-07-28 calls kept for the agent's retry
+  // (KeptAnswers): at most this many and bytes, each for the call's park TTL,
+  // or this long when it came before the park.
+  size_t max_kept_answers = 10000;
+  size_t max_kept_bytes = 64 << 20;
+  absl::Duration kept_answer_ttl = absl::Seconds(60);
+  // Notifications an account may fan out to its agents' streams (FanoutBudget):
+  // bytes a second, and a burst. Beyond, its streams are ended to resume by replay.
+  size_t fanout_bytes_per_second = 8 << 20;
+  size_t fanout_burst_bytes = 32 << 20;
 };
 
 // What the router has counted since it started.
@@ -50,6 +62,7 @@ struct RouterCounts {
   uint64_t displaced = 0;
   uint64_t cancelled = 0;
   uint64_t too_many = 0;
+  uint64_t streams_cut = 0;  // streams ended: their account was over its fan-out budget
 };
 
 // The router's rules, joined in one place: which tab is an account's
@@ -96,14 +109,18 @@ class RouterCore {
  private:
   void OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& out);
   void OnTabReply(uint64_t link_id, relay::v1::TabReply& reply, absl::Time now, Outbox& out);
-  void OnTabNotification(uint64_t link_id, const relay::v1::TabNotification& note, Outbox& out);
+  // Keeps the tab's final answer of a call between rounds for its retry.
+  void KeepAnswer(uint64_t call_id, const Call& call, const relay::v1::TabReply& reply,
+                  absl::Time now);
+  void OnTabNotification(uint64_t link_id, const relay::v1::TabNotification& note,
+                         absl::Time now, Outbox& out);
   void OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, Outbox& out);
   void OnAgentReply(relay::v1::AgentReply& reply, Outbox& out);
   void OnAgentCancel(const relay::v1::AgentCancel& cancel, Outbox& out);
   void OnCallStart(uint64_t link_id, relay::v1::CallStart& start, Outbox& out);
   void OnCallCancel(uint64_t link_id, const relay::v1::CallCancel& cancel, Outbox& out);
   void OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, absl::Time now);
-  void OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out);
+  void OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, absl::Time now, Outbox& out);
   // Parked calls past their TTL are cancelled in their tabs.
   void ExpireParked(absl::Time now, Outbox& out);
 
@@ -117,6 +134,10 @@ class RouterCore {
   void ToAgent(const Call& call, std::string message, Outbox& out);
   void NotifyAgents(const std::vector<std::string>& accounts, absl::Time now, Outbox& out);
   void Deliver(const std::vector<StreamDelivery>& deliveries, Outbox& out);
+  // A notification fanned out to the account's streams, within its budget;
+  // over it, those streams end instead (they resume by replay).
+  void Fanout(const std::string& account, const std::vector<StreamDelivery>& deliveries,
+              absl::Time now, Outbox& out);
   // A new watch event of kind, or null when nobody watches.
   relay::v1::WatchEvent* Watch(relay::v1::WatchEvent::Kind kind);
   void WatchTab(relay::v1::WatchEvent::Kind kind, const std::string& account, const TabRef& tab,
@@ -132,6 +153,8 @@ class RouterCore {
   std::vector<relay::v1::WatchEvent> watch_events_;
   // Parked 2026-07-28 calls (waiting in their tab for the agent's retry).
   absl::flat_hash_set<uint64_t> parked_;
+  KeptAnswers kept_;
+  FanoutBudget fanout_;
 };
 
 // The reason's name as operators read it ("no_tab", "tab_gone", ...).

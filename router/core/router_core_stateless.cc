@@ -24,7 +24,22 @@ void RouterCore::OnCallPark(uint64_t link_id, const relay::v1::CallPark& park, a
   parked_.insert(call_id);
 }
 
-void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, Outbox& out) {
+void RouterCore::KeepAnswer(uint64_t call_id, const Call& call, const relay::v1::TabReply& reply,
+                            absl::Time now) {
+  KeptAnswers::Answer kept;
+  kept.account = call.account;
+  kept.session = call.session;
+  kept.is_tool_call = call.is_tool_call;
+  kept.is_error = reply.is_error();
+  kept.payload = reply.payload();
+  // As long as the retry's requestState is good: the park's TTL (the call's
+  // deadline); before the park, the longest a call may last.
+  kept.until = call.parked ? call.parked_until : now + options_.kept_answer_ttl;
+  kept_.Keep(call_id, std::move(kept));
+}
+
+void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, absl::Time now,
+                              Outbox& out) {
   Call* call = calls_.FindMutable(resume.call_id());
   // Only the retry of the round the call waits for resumes it: a duplicate of
   // an older round's retry must not take a later round's questions. The
@@ -35,10 +50,25 @@ void RouterCore::OnCallResume(uint64_t link_id, relay::v1::CallResume& resume, O
       ((call->parked && resume.round() == call->round) ||
        (!call->parked && resume.round() == call->round + 1));
   if (!resumable) {
-    // Answered, expired or resumed by another retry meanwhile; another
-    // account's call is answered exactly the same.
     auto* done = AddCommand(out, link_id).mutable_call_done();
     done->set_call_ref(resume.call_ref());
+    if (call == nullptr) {
+      // The tab answered between the rounds: its answer is the retry's result.
+      if (std::optional<KeptAnswers::Answer> kept =
+              kept_.Take(resume.call_id(), resume.account(), now)) {
+        if (kept->is_error) {
+          done->set_error(std::move(kept->payload));
+        } else {
+          if (kept->is_tool_call) {
+            done->set_view_line(sessions_.TakePendingLine(kept->session));
+          }
+          done->set_result(std::move(kept->payload));
+        }
+        return;
+      }
+    }
+    // Answered, expired or resumed by another retry meanwhile; another
+    // account's call is answered exactly the same.
     done->mutable_failure()->set_reason(Failure::REASON_NOT_PENDING);
     return;
   }

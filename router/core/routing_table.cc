@@ -4,18 +4,29 @@
 
 namespace relay::router {
 
-std::optional<TabRecord> RoutingTable::Attach(TabRecord tab) {
+AttachResult RoutingTable::Attach(TabRecord tab) {
   absl::MutexLock lock(&mu_);
-  std::optional<TabRecord> displaced;
+  AttachResult result;
   auto it = by_account_.find(tab.account);
   if (it != by_account_.end()) {
-    displaced = std::move(it->second);
-    account_of_.erase(displaced->ref);
+    if (it->second.ref == tab.ref) {
+      // Announced again: same tab, same place (its generation cannot change).
+      tab.connected_at = it->second.connected_at;
+      it->second = std::move(tab);
+      return result;
+    }
+    if (it->second.generation > tab.generation) {
+      result.attached = false;
+      result.displaced = std::move(tab);
+      return result;
+    }
+    result.displaced = std::move(it->second);
+    account_of_.erase(result.displaced->ref);
   }
   account_of_[tab.ref] = tab.account;
   std::string account = tab.account;
   by_account_.insert_or_assign(std::move(account), std::move(tab));
-  return displaced;
+  return result;
 }
 
 bool RoutingTable::Detach(const TabRef& ref) {

@@ -32,14 +32,29 @@ struct TabRecord {
   std::string client_name;
   std::string client_version;
   absl::Time connected_at;
+  // When its ticket was redeemed (TabUp.generation): of two tabs of an
+  // account, the one with the higher generation holds it, whichever of them
+  // was announced last (a gateway that relinks re-announces older tabs).
+  uint64_t generation = 0;
+};
+
+// What Attach did: the tab is now its account's (attached), or a newer one
+// holds the account and this one lost. displaced: the tab that lost, if any
+// (the previous one, or this one when it was not attached); never the same
+// tab announced again.
+struct AttachResult {
+  bool attached = true;
+  std::optional<TabRecord> displaced;
 };
 
 // account -> its one tab. A newer tab of an account displaces the older one.
 // Thread-safe; plain C++ so that it is tested without sockets.
 class RoutingTable {
  public:
-  // Makes tab its account's tab. Returns the tab it displaced, if any.
-  std::optional<TabRecord> Attach(TabRecord tab) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes tab its account's tab unless the account's tab is newer (a higher
+  // generation). The same tab announced again (after a link loss) keeps its
+  // place and displaces nothing.
+  AttachResult Attach(TabRecord tab) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Removes the tab if it is still its account's tab; false if it was not
   // (already displaced or never attached).

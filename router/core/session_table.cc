@@ -169,7 +169,7 @@ std::vector<StreamDelivery> SessionTable::OpenStream(const std::string& session,
   if (last_event_id > 0) {
     for (const auto& [id, message] : s.replay) {
       if (id > last_event_id) {
-        replay.push_back(StreamDelivery{stream, id, message});
+        replay.push_back(StreamDelivery{stream, id, message, session});
       }
     }
   }
@@ -311,7 +311,7 @@ std::optional<StreamDelivery> SessionTable::Append(Session& s, const std::string
   if (!s.stream) {
     return std::nullopt;
   }
-  return StreamDelivery{*s.stream, id, message};
+  return StreamDelivery{*s.stream, id, message, {}};
 }
 
 std::vector<StreamDelivery> SessionTable::Fanout(
@@ -329,6 +329,7 @@ std::vector<StreamDelivery> SessionTable::Fanout(
       continue;
     }
     if (auto d = Append(s, message)) {
+      d->session = id;
       out.push_back(*std::move(d));
     }
   }

@@ -28,6 +28,7 @@ struct StreamDelivery {
   StreamRef stream;
   uint64_t event_id = 0;
   std::string message;
+  std::string session;  // whose stream it is
 };
 
 struct SessionTableOptions {

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -24,17 +26,58 @@ namespace {
 // A write takes batches up to this much; a batch is cut there too, so that one
 // large answer does not hold up the rest.
 constexpr size_t kBatchBytes = 1 << 20;
-// A gateway that stops reading its link: its commands wait up to this much,
-// then the link ends (the gateway reconnects and re-announces).
-constexpr size_t kMaxQueuedBytes = 256 << 20;
+// Backpressure (ARCHITECTURE.md "Faults": no limit ends a link other
+// accounts share): once a gateway's commands waiting pass the high
+// watermark, the router reads no link until every link's queue is under the
+// low one. What keeps them from growing meanwhile is that nothing is read;
+// a gateway that stops reading altogether is found hung by the link's
+// liveness (its bytes untaken for 3 s) and its link ends.
+constexpr size_t kHighWatermark = 64 << 20;
+constexpr size_t kLowWatermark = 16 << 20;
+
+// The read gate every link of the router shares: each read can cause
+// commands for any link, so while any link's queue is over its high
+// watermark none is read. Thread-safe.
+class LinkPressure {
+ public:
+  bool paused() const { return over_.load(std::memory_order_acquire) > 0; }
+  void Add(std::weak_ptr<common::LinkChannel> channel) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    std::erase_if(channels_, [](const auto& c) { return c.expired(); });
+    channels_.push_back(std::move(channel));
+  }
+  void Raise() {
+    if (over_.fetch_add(1, std::memory_order_acq_rel) == 0) {
+      common::LogWarn("a gateway's link is backed up; reading no link until it drains");
+    }
+  }
+  void Lower() ABSL_LOCKS_EXCLUDED(mu_) {
+    if (over_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      return;
+    }
+    common::LogInfo("the links have drained; reading again");
+    absl::MutexLock lock(&mu_);
+    for (const auto& weak : channels_) {
+      if (auto channel = weak.lock()) {
+        channel->ResumeReading();
+      }
+    }
+  }
+
+ private:
+  std::atomic<int> over_{0};  // links over their high watermark
+  absl::Mutex mu_;
+  std::vector<std::weak_ptr<common::LinkChannel>> channels_ ABSL_GUARDED_BY(mu_);
+};
 
 // One gateway's link. Reads, and the writes they cause, run on the links'
 // thread; the operators' RPCs and the sweeper push commands from theirs, so
 // the queue is under mu_ (uncontended on the hot path: no system call).
 class GatewayLink final : public common::LinkChannel, public LinkWriter {
  public:
-  GatewayLink(boost::asio::io_context& io, std::shared_ptr<common::LinkTls> tls, RouterHub& hub)
-      : LinkChannel(io, std::move(tls)), hub_(hub) {}
+  GatewayLink(boost::asio::io_context& io, std::shared_ptr<common::LinkTls> tls, RouterHub& hub,
+              std::shared_ptr<LinkPressure> pressure)
+      : LinkChannel(io, std::move(tls)), hub_(hub), pressure_(std::move(pressure)) {}
 
   void Push(RouterCommand&& command) override ABSL_LOCKS_EXCLUDED(mu_) {
     size_t bytes = command.ByteSizeLong();
@@ -42,16 +85,18 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
     if (closed_) {
       return;
     }
-    if (!queue_.Push(std::move(command), bytes)) {
-      common::LogWarn("gateway not reading its link; ending it", {{"link", link_id_.load()}});
-      closed_ = true;
-      Close(absl::ResourceExhaustedError("the gateway is not reading its link"));
+    queue_.Push(std::move(command), bytes);
+    if (!over_ && queue_.queued_bytes() > kHighWatermark) {
+      over_ = true;
+      pressure_->Raise();
     }
   }
 
   void Flush() override { Wake(); }
 
  private:
+  bool ReadPaused() override { return pressure_->paused(); }
+
   absl::Status OnOpened() override {
     if (tls() && peer_role() != common::kRoleGateway) {
       common::LogWarn("link refused: the caller's certificate is not a gateway's",
@@ -59,6 +104,7 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
       return absl::PermissionDeniedError("not a gateway");
     }
     std::shared_ptr<LinkWriter> self(shared_from_this(), this);
+    pressure_->Add(weak_from_this());
     uint64_t id = hub_.AddLink(self);
     common::LogInfo("gateway linked", {{"link", id}, {"peer", peer()}});
     absl::MutexLock lock(&mu_);
@@ -78,26 +124,41 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
   }
 
   bool FillWrite(std::string& out) override ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (accepted_) {
-      common::AppendLinkFrameHeader(0, out);
-      accepted_ = false;
-    }
-    while (out.size() < kBatchBytes) {
-      RouterBatch* batch = queue_.Next();
-      if (batch == nullptr) {
-        break;
+    bool drained = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (accepted_) {
+        common::AppendLinkFrameHeader(0, out);
+        accepted_ = false;
       }
-      common::AppendLinkFrame(*batch, out);
-      queue_.Written();
+      while (out.size() < kBatchBytes) {
+        RouterBatch* batch = queue_.Next();
+        if (batch == nullptr) {
+          break;
+        }
+        common::AppendLinkFrame(*batch, out);
+        queue_.Written();
+      }
+      if (over_ && queue_.queued_bytes() < kLowWatermark) {
+        over_ = false;
+        drained = true;
+      }
+    }
+    if (drained) {
+      pressure_->Lower();  // outside our lock: it resumes every link's reading
     }
     return !out.empty();
   }
 
   void OnClosed(const absl::Status& status) override {
+    bool was_over;
     {
       absl::MutexLock lock(&mu_);
       closed_ = true;
+      was_over = std::exchange(over_, false);
+    }
+    if (was_over) {
+      pressure_->Lower();
     }
     uint64_t id = link_id_.load();
     if (id != 0) {
@@ -108,11 +169,14 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
   }
 
   RouterHub& hub_;
+  const std::shared_ptr<LinkPressure> pressure_;
   common::LinkFrameParser<GatewayBatch> in_;  // the links' thread's alone
   absl::Mutex mu_;
   std::atomic<uint64_t> link_id_{0};  // set once accepted
+  // Unbounded by itself: the watermarks bound it (see LinkPressure).
   common::BatchQueue<RouterBatch, RouterCommand, &RouterBatch::add_commands> queue_
-      ABSL_GUARDED_BY(mu_){kBatchBytes, kMaxQueuedBytes};
+      ABSL_GUARDED_BY(mu_){kBatchBytes, SIZE_MAX};
+  bool over_ ABSL_GUARDED_BY(mu_) = false;  // past the high watermark, not yet under the low
   bool accepted_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -126,9 +190,10 @@ absl::StatusOr<std::unique_ptr<GatewayLinks>> GatewayLinks::Start(const std::str
   if (!link_tls.ok()) {
     return link_tls.status();
   }
+  auto pressure = std::make_shared<LinkPressure>();
   auto listener = common::LinkListener::Start(
-      listen, *link_tls, [&hub, tls = *link_tls](boost::asio::io_context& io) {
-        return std::make_shared<GatewayLink>(io, tls, hub);
+      listen, *link_tls, [&hub, tls = *link_tls, pressure](boost::asio::io_context& io) {
+        return std::make_shared<GatewayLink>(io, tls, hub, pressure);
       });
   if (!listener.ok()) {
     return listener.status();

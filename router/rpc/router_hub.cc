@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "common/metrics.h"
 
@@ -12,10 +13,18 @@ namespace relay::router {
 namespace {
 
 uint64_t FirstCallId() {
-  // Ids of a restarted router start above anything the previous run handed
-  // out (unless it sustained a million calls a second), and stay below 2^53 so
-  // that a tab in JavaScript reads them exactly.
-  return static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())) * 1000;
+  // A tab may still hold calls of a router that restarted (its answers come
+  // late): a restarted router's ids must not meet them. Ids start at a random
+  // point of [2^51, 3 * 2^51) and count up, so that they stay below 2^53 (a
+  // tab in JavaScript reads them exactly) for 2^51 calls, and two runs' ids
+  // meet with a chance of the calls they make over 2^52. (They used to start
+  // at the wall clock, which a clock stepped back could repeat.)
+  std::string bytes = common::RandomBytes(8);
+  uint64_t random = 0;
+  for (unsigned char byte : bytes) {
+    random = random << 8 | byte;
+  }
+  return (uint64_t{1} << 51) + (random >> 12);
 }
 
 // Handles a CallStart and logs where it went (--log_level=debug): the call's
@@ -190,6 +199,9 @@ std::string RouterHub::RenderMetrics() const {
   text.Add("relay_router_calls_in_flight", "Forwarded calls waiting for their tab.", "gauge",
            core_.CallsInFlight());
   text.Add("relay_router_forwards_total", "Forwarded agent requests.", "counter", c.forwards);
+  text.Add("relay_router_streams_cut_total",
+           "Agents' streams ended because their account was over its fan-out budget.", "counter",
+           c.streams_cut);
   text.Add("relay_router_link_batches_received_total", "Batches read from gateway links.",
            "counter", batches_in_);
   text.Add("relay_router_link_events_received_total", "Events read from gateway links.", "counter",

@@ -58,6 +58,42 @@ TEST(LinkFrameTest, FramesComeOutWholeHoweverTheBytesArrive) {
   }
 }
 
+TEST(LinkFrameTest, ControlFramesComeBetweenDataFramesInOrder) {
+  std::string bytes;
+  AppendLinkFrameHeader(2, bytes);
+  bytes += "ab";
+  AppendLinkControl(LinkControl::kPing, bytes);
+  AppendLinkControl(LinkControl::kPong, bytes);
+  AppendLinkFrameHeader(0, bytes);
+  LinkFrameReader reader;
+  absl::Span<char> room = reader.Prepare();
+  std::memcpy(room.data(), bytes.data(), bytes.size());
+  reader.Commit(bytes.size());
+  std::vector<std::pair<LinkControl, std::string>> got;
+  absl::string_view frame;
+  LinkControl control;
+  while (*reader.Next(frame, &control)) {
+    got.emplace_back(control, std::string(frame));
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<LinkControl, std::string>>{
+                     {LinkControl::kNone, "ab"},
+                     {LinkControl::kPing, ""},
+                     {LinkControl::kPong, ""},
+                     {LinkControl::kNone, ""}}));
+}
+
+TEST(LinkFrameTest, AnUnknownControlFrameIsAnError) {
+  std::string bytes;
+  AppendLinkFrameHeader(kLinkControlBit | 7, bytes);
+  LinkFrameReader reader;
+  absl::Span<char> room = reader.Prepare();
+  std::memcpy(room.data(), bytes.data(), bytes.size());
+  reader.Commit(bytes.size());
+  absl::string_view frame;
+  LinkControl control;
+  EXPECT_FALSE(reader.Next(frame, &control).ok());
+}
+
 TEST(LinkFrameTest, AFrameBeyondTheLimitIsAnError) {
   LinkFrameReader reader(/*max_frame=*/10);
   std::string bytes;

@@ -15,6 +15,9 @@
   const BACKOFF_FIRST_S = 2;
   const BACKOFF_MAX_S = 30;
   const CLOSE_DISPLACED = 4409;
+  // The account's sign-in ended (password changed, account deleted): a new
+  // ticket would not help, the person must sign in again.
+  const CLOSE_SIGNED_OUT = 4403;
   const ACTIVITY_MAX = 20;
   const CLIENT = { name: 'demo-editor', version: '1.0.0' };
 
@@ -540,6 +543,11 @@
     setAgents(null);
     if (conn.displaced || event.code === CLOSE_DISPLACED) {
       stopAgent('An agent now works in your other tab. Switch it on here to take it back.');
+      return;
+    }
+    if (event.code === CLOSE_SIGNED_OUT) {
+      stopAgent('Your sign-in has ended.');
+      sessionLost();
       return;
     }
     if (!ui.agentSwitch.checked) {

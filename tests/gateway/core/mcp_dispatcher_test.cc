@@ -278,9 +278,26 @@ TEST_F(McpDispatcherTest, AHiddenEntryAnswersAsAnUnknownNameAndIsNeverForwarded)
   EXPECT_EQ(error(call("tools/call", R"({"name":"edit"})"))["message"], "Unknown tool: edit");
   EXPECT_EQ(error(call("tools/call", R"({"name":"edit"})"))["code"], -32602);
   EXPECT_EQ(error(call("prompts/get", R"({"name":"rewrite"})"))["message"], "Unknown prompt: rewrite");
-  EXPECT_EQ(error(call("resources/read", R"({"uri":"doc://secret"})"))["code"], -32002);
+  // Issue 25.7: worded exactly as the reference editor answers a URI it does
+  // not have (and as MCP's example does), so a hidden resource cannot be told
+  // from an absent one; a subscription to it is taken as one to an unknown
+  // URI is, and never subscribed.
+  EXPECT_EQ(error(call("resources/read", R"({"uri":"doc://secret"})")),
+            nlohmann::json::parse(
+                R"({"code":-32002,"message":"Resource not found","data":{"uri":"doc://secret"}})"));
   EXPECT_EQ(error(call("resources/read", R"({"uri":"draft://42"})"))["code"], -32002);
-  EXPECT_EQ(error(call("resources/subscribe", R"({"uri":"draft://42"})"))["code"], -32002);
+  {
+    auto subscribe = [&](const std::string& uri) {
+      return Decide(absl::StrCat(R"({"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":")",
+                                 uri, R"("}})"),
+                    session);
+    };
+    PostDecision hidden = subscribe("draft://42");
+    PostDecision unknown = subscribe("nothing://here");
+    EXPECT_EQ(Reply(hidden.action).body, Reply(unknown.action).body);
+    EXPECT_EQ(hidden.effect.kind, SessionEffect::Kind::kNone);
+    EXPECT_EQ(unknown.effect.kind, SessionEffect::Kind::kSubscribe);
+  }
   EXPECT_EQ(error(call("completion/complete",
                        R"({"ref":{"type":"ref/resource","uri":"draft://{id}"},"argument":{"name":"id","value":"4"}})"))["code"],
             -32602);

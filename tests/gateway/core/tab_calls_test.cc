@@ -50,5 +50,35 @@ TEST(TabCallsTest, FinishAllEndsEveryCallInFlight) {
   EXPECT_EQ(calls.Finish(1), std::nullopt);  // a late answer is dropped
 }
 
+// A call the router gave up on (the agent cancelled, its deadline passed)
+// while it waited for the tab's hello to be answered is never sent to the tab.
+TEST(TabCallsTest, ACallHeldBeforeTheHelloCanBeCancelledAndIsNeverSent) {
+  TabCalls calls;
+  calls.Hold({7, "tools/call", "{}"});
+  calls.Hold({8, "resources/read", "{}"});
+  EXPECT_EQ(calls.Finish(7), std::nullopt);  // a tab cannot answer what it was not sent
+  EXPECT_EQ(calls.GiveUp(7), TabCalls::GivenUp::kWasHeld);
+  EXPECT_EQ(calls.GiveUp(7), TabCalls::GivenUp::kNone);
+  auto released = calls.Release();
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].id, 8u);
+}
+
+TEST(TabCallsTest, GivingUpASentCallEndsIt) {
+  TabCalls calls;
+  calls.Sent(3, "tools/call");
+  EXPECT_EQ(calls.GiveUp(3), TabCalls::GivenUp::kWasSent);
+  EXPECT_EQ(calls.Finish(3), std::nullopt);
+  EXPECT_TRUE(calls.empty());
+}
+
+TEST(TabCallsTest, FinishAllDropsHeldCallsUnsent) {
+  TabCalls calls;
+  calls.Hold({7, "tools/call", "{}"});
+  EXPECT_TRUE(calls.FinishAll().empty());
+  EXPECT_TRUE(calls.empty());
+  EXPECT_TRUE(calls.Release().empty());
+}
+
 }  // namespace
 }  // namespace relay::gateway

@@ -1,5 +1,6 @@
 #include "router/core/router_core.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,12 @@ class RouterCoreTest : public ::testing::Test {
     return out;
   }
 
-  Outbox TabUp(uint64_t link, uint64_t tab_id, const std::string& account) {
+  Outbox TabUp(uint64_t link, uint64_t tab_id, const std::string& account,
+               uint64_t generation = 0) {
     GatewayEvent e;
     e.mutable_tab_up()->set_tab_id(tab_id);
     e.mutable_tab_up()->set_account(account);
+    e.mutable_tab_up()->set_generation(generation);
     return Send(link, e);
   }
 
@@ -157,6 +160,43 @@ TEST_F(RouterCoreTest, ATabDisplacedMidCallFailsItsCallsAndTheNewTabTakesTheNext
   ASSERT_THAT(next, SizeIs(1));
   EXPECT_EQ(next[0].link_id, kAgentGateway);
   EXPECT_EQ(next[0].command.deliver().tab_id(), 9u);
+}
+
+// Issue 25.2: the tab's gateway loses its link (and with it any Displace),
+// the person opens the editor again on another gateway, and the first gateway
+// relinks and announces the old tab again. The newest tab keeps the account;
+// the old one is told it was displaced and never becomes the routing target.
+TEST_F(RouterCoreTest, AnOldTabAnnouncedAgainAfterARelinkDoesNotDisplaceTheNewest) {
+  constexpr uint64_t kOtherGateway = 3, kRelinked = 4;
+  core_.LinkUp(kOtherGateway);
+  TabUp(kTabGateway, 5, "alice", /*generation=*/100);
+  Outbox down;
+  core_.LinkDown(kTabGateway, now_, down);
+  ASSERT_THAT(Of(TabUp(kOtherGateway, 9, "alice", /*generation=*/200), RouterCommand::kTabAccepted),
+              SizeIs(1));
+
+  core_.LinkUp(kRelinked);
+  Outbox again = TabUp(kRelinked, 5, "alice", /*generation=*/100);
+  EXPECT_THAT(Of(again, RouterCommand::kTabAccepted), IsEmpty());
+  auto displace = Of(again, RouterCommand::kDisplace);
+  ASSERT_THAT(displace, SizeIs(1));
+  EXPECT_EQ(displace[0]->link_id, kRelinked);
+  EXPECT_EQ(displace[0]->command.displace().tab_id(), 5u);
+  EXPECT_THAT(Of(again, RouterCommand::kCallDone), IsEmpty());
+
+  Outbox next = Start(1, "alice");
+  ASSERT_THAT(next, SizeIs(1));
+  EXPECT_EQ(next[0].link_id, kOtherGateway);
+  EXPECT_EQ(next[0].command.deliver().tab_id(), 9u);
+}
+
+// The same tab announced again on its own link (the link came back) stays
+// the account's tab and is accepted again, quietly.
+TEST_F(RouterCoreTest, ATabAnnouncedAgainOnItsLinkIsAcceptedWithoutADisplace) {
+  TabUp(kTabGateway, 5, "alice", 100);
+  Outbox again = TabUp(kTabGateway, 5, "alice", 100);
+  EXPECT_THAT(Of(again, RouterCommand::kDisplace), IsEmpty());
+  EXPECT_THAT(Of(again, RouterCommand::kTabAccepted), SizeIs(1));
 }
 
 TEST_F(RouterCoreTest, ACancelRacingTheAnswer) {
@@ -347,6 +387,75 @@ TEST_F(RouterCoreTest, TheViewLineGoesOnceToEachSessionsNextToolResult) {
             "The user switched tabs.");
   call = DeliveredCall(Start(2, "alice"));
   EXPECT_EQ(Reply(kTabGateway, 5, call, "{}")[0].command.call_done().view_line(), "");
+}
+
+// Issue 25.1: one account's tab floods list changes to its many agents.
+// Beyond the account's fan-out budget its own streams are ended (they resume
+// by replay), and another account's notifications still pass: nothing ends
+// the link they share.
+TEST(RouterCoreFanoutTest, AnAccountOverItsFanoutBudgetLosesOnlyItsOwnStreams) {
+  RouterCoreOptions options;
+  options.fanout_bytes_per_second = 1;
+  options.fanout_burst_bytes = 10 * 1024;
+  RouterCore core(kFirstCall, options);
+  const absl::Time now = absl::FromUnixSeconds(1000000);
+  core.LinkUp(kTabGateway);
+  core.LinkUp(kAgentGateway);
+  auto send = [&](uint64_t link, GatewayEvent e) {
+    Outbox out;
+    core.Handle(link, e, now, out);
+    return out;
+  };
+  auto tab_up = [&](uint64_t tab, const std::string& account) {
+    GatewayEvent e;
+    e.mutable_tab_up()->set_tab_id(tab);
+    e.mutable_tab_up()->set_account(account);
+    send(kTabGateway, e);
+  };
+  auto open_stream = [&](uint64_t stream, const std::string& session, const std::string& account,
+                         uint64_t last_event_id = 0) {
+    GatewayEvent e;
+    auto* open = e.mutable_stream_open();
+    open->set_stream_id(stream);
+    open->set_session_id(session);
+    open->set_account(account);
+    open->set_last_event_id(last_event_id);
+    return send(kAgentGateway, e);
+  };
+  auto list_changed = [&](uint64_t tab) {
+    GatewayEvent e;
+    auto* note = e.mutable_tab_notification();
+    note->set_tab_id(tab);
+    note->set_method("notifications/tools/list_changed");
+    note->set_params(absl::StrCat(R"({"pad":")", std::string(1000, 'x'), R"("})"));
+    return send(kTabGateway, e);
+  };
+  auto count = [](const Outbox& out, RouterCommand::CommandCase kind) {
+    return std::count_if(out.begin(), out.end(),
+                         [&](const Outgoing& o) { return o.command.command_case() == kind; });
+  };
+  tab_up(5, "alice");
+  tab_up(6, "bob");
+  for (uint64_t i = 1; i <= 3; ++i) {
+    open_stream(i, absl::StrCat("a", i), "alice");
+  }
+  open_stream(9, "b1", "bob");
+
+  // Three streams take ~3.2 KB an event: three events fit the 10 KiB burst.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(count(list_changed(5), RouterCommand::kStreamEvent), 3) << i;
+  }
+  Outbox over = list_changed(5);
+  EXPECT_EQ(count(over, RouterCommand::kStreamEvent), 0);
+  EXPECT_EQ(count(over, RouterCommand::kStreamEnd), 3);
+  EXPECT_EQ(core.counts().streams_cut, 3u);
+  // Cut streams hear nothing more until their agents reconnect...
+  EXPECT_EQ(count(list_changed(5), RouterCommand::kStreamEnd), 0);
+  // ... bob's stream is another account's budget, and still hears his tab.
+  EXPECT_EQ(count(list_changed(6), RouterCommand::kStreamEvent), 1);
+  // An agent that reconnects with Last-Event-ID gets what its stream missed.
+  Outbox resumed = open_stream(11, "a1", "alice", /*last_event_id=*/3);
+  EXPECT_EQ(count(resumed, RouterCommand::kStreamEvent), 2);
 }
 
 TEST_F(RouterCoreTest, AnEndedSessionsCallsFailAndEveryGatewayHears) {
@@ -640,6 +749,48 @@ TEST_F(StatelessCallTest, AParkedCallsTabLeavingSendsNothingToAnyGateway) {
   GatewayEvent down;
   down.mutable_tab_down()->set_tab_id(5);
   EXPECT_THAT(Of(Send(kTabGateway, down), RouterCommand::kCallDone), IsEmpty());
+  EXPECT_EQ(Resume(kOtherGateway, 77, "alice", {})[0].command.call_done().failure().reason(),
+            Failure::REASON_NOT_PENDING);
+}
+
+// Issue 25.4: the tab answers while its call is parked between rounds. The
+// answer is the retry's result (once, for its own account only), not "call
+// again", which would run the tool a second time.
+TEST_F(StatelessCallTest, TheTabsFinalAnswerWhileParkedIsTheRetrysResult) {
+  Ask("1");
+  Park(kAgentGateway, 41);
+  EXPECT_THAT(Reply(kTabGateway, 5, call_, R"({"content":[{"type":"text","text":"done"}]})"),
+              IsEmpty());
+  Outbox foreign = Resume(kOtherGateway, 76, "mallory", {{"1", "{}"}});
+  EXPECT_EQ(foreign[0].command.call_done().failure().reason(), Failure::REASON_NOT_PENDING);
+  Outbox retry = Resume(kOtherGateway, 77, "alice", {{"1", "{}"}});
+  ASSERT_THAT(retry, SizeIs(1));
+  EXPECT_EQ(retry[0].link_id, kOtherGateway);
+  EXPECT_EQ(retry[0].command.call_done().call_ref(), 77u);
+  EXPECT_EQ(retry[0].command.call_done().result(), R"({"content":[{"type":"text","text":"done"}]})");
+  EXPECT_EQ(Resume(kOtherGateway, 78, "alice", {})[0].command.call_done().failure().reason(),
+            Failure::REASON_NOT_PENDING);
+}
+
+// ... and in the moment before the router has the park: the asking gateway
+// has already answered input_required and drops the CallDone it gets.
+TEST_F(StatelessCallTest, AnAnswerThatOvertookTheParkIsTheRetrysResultToo) {
+  Ask("1");
+  Outbox early = Reply(kTabGateway, 5, call_, R"({"isError":true,"content":[]})", /*is_error=*/false);
+  ASSERT_THAT(Of(early, RouterCommand::kCallDone), SizeIs(1));
+  EXPECT_THAT(Park(kAgentGateway, 41), IsEmpty());  // the call is gone: nothing to park
+  Outbox retry = Resume(kOtherGateway, 77, "alice", {{"1", "{}"}});
+  ASSERT_THAT(retry, SizeIs(1));
+  EXPECT_EQ(retry[0].command.call_done().result(), R"({"isError":true,"content":[]})");
+}
+
+TEST_F(StatelessCallTest, AKeptAnswerLastsAsLongAsThePark) {
+  Ask("1");
+  Park(kAgentGateway, 41, /*ttl_ms=*/1000);
+  Reply(kTabGateway, 5, call_, "{}");
+  Outbox swept;
+  core_.Sweep(now_ + absl::Seconds(2), swept);
+  EXPECT_THAT(Of(swept, RouterCommand::kCancel), IsEmpty());  // answered: nothing to cancel
   EXPECT_EQ(Resume(kOtherGateway, 77, "alice", {})[0].command.call_done().failure().reason(),
             Failure::REASON_NOT_PENDING);
 }

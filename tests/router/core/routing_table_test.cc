@@ -5,16 +5,19 @@
 namespace relay::router {
 namespace {
 
-TabRecord Tab(uint64_t link, uint64_t id, const std::string& account) {
+TabRecord Tab(uint64_t link, uint64_t id, const std::string& account, uint64_t generation = 0) {
   TabRecord tab;
   tab.ref = TabRef{link, id};
   tab.account = account;
+  tab.generation = generation;
   return tab;
 }
 
 TEST(RoutingTable, AttachAndFind) {
   RoutingTable table;
-  EXPECT_FALSE(table.Attach(Tab(1, 1, "alice")).has_value());
+  AttachResult attached = table.Attach(Tab(1, 1, "alice"));
+  EXPECT_TRUE(attached.attached);
+  EXPECT_FALSE(attached.displaced.has_value());
   EXPECT_EQ(table.Find("alice"), (TabRef{1, 1}));
   EXPECT_FALSE(table.Find("bob").has_value());
 }
@@ -22,13 +25,36 @@ TEST(RoutingTable, AttachAndFind) {
 TEST(RoutingTable, NewerTabDisplacesTheOlder) {
   RoutingTable table;
   table.Attach(Tab(1, 1, "alice"));
-  auto displaced = table.Attach(Tab(2, 9, "alice"));
+  auto displaced = table.Attach(Tab(2, 9, "alice")).displaced;
   ASSERT_TRUE(displaced.has_value());
   EXPECT_EQ(displaced->ref, (TabRef{1, 1}));
   EXPECT_EQ(table.Find("alice"), (TabRef{2, 9}));
   // The displaced tab's later departure must not remove the new one.
   EXPECT_FALSE(table.Detach(TabRef{1, 1}));
   EXPECT_EQ(table.Find("alice"), (TabRef{2, 9}));
+}
+
+// A gateway that lost its link (and the Displace with it) relinks and
+// announces the person's old tab again after a newer one attached elsewhere:
+// the newer one keeps the account, the old one is the one displaced.
+TEST(RoutingTable, AnOlderTabAnnouncedLaterDoesNotDisplaceANewerOne) {
+  RoutingTable table;
+  table.Attach(Tab(2, 9, "alice", /*generation=*/200));
+  AttachResult late = table.Attach(Tab(1, 1, "alice", /*generation=*/100));
+  EXPECT_FALSE(late.attached);
+  ASSERT_TRUE(late.displaced.has_value());
+  EXPECT_EQ(late.displaced->ref, (TabRef{1, 1}));
+  EXPECT_EQ(table.Find("alice"), (TabRef{2, 9}));
+  EXPECT_FALSE(table.AccountOf(TabRef{1, 1}).has_value());
+}
+
+TEST(RoutingTable, TheSameTabAnnouncedAgainKeepsItsPlace) {
+  RoutingTable table;
+  table.Attach(Tab(1, 1, "alice", 100));
+  AttachResult again = table.Attach(Tab(1, 1, "alice", 100));
+  EXPECT_TRUE(again.attached);
+  EXPECT_FALSE(again.displaced.has_value());
+  EXPECT_EQ(table.Find("alice"), (TabRef{1, 1}));
 }
 
 TEST(RoutingTable, DetachRemovesOnlyThatTab) {

@@ -1,0 +1,220 @@
+// The relay under the faults a real network brings (issue 25), on loopback: a router that hangs,
+// a link cut under a gateway that is stopped, a token revoked while its stream is open, an
+// account whose tab floods its agents. Each test asserts what the agent, the tab or the person's
+// page sees. (tests/faults/ runs the same promises across network namespaces, under a seeded
+// schedule of faults.)
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startStack, waitUntil, binDir, repoRoot } from './lib/stack.mjs';
+import { ScriptedTab } from './lib/tab.mjs';
+import { RawAgent } from './lib/agent.mjs';
+import { join } from 'node:path';
+
+const stacks = [];
+after(async () => { await Promise.all(stacks.map((s) => s.stop())); });
+
+async function stackOf(options) {
+  const stack = await startStack(options);
+  stacks.push(stack);
+  return stack;
+}
+
+async function connectAgent(url, token) {
+  const client = new Client({ name: 'faults-agent', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+const textOf = (result) => result.content.map((c) => c.text).join(' ');
+const ready = async (gateway) => (await fetch(`http://127.0.0.1:${gateway.port}/readyz`)).status === 200;
+
+test('a router that hangs is found within seconds: the call ends with the relay\'s message, its tab is told to stop, and the gateways relink', async () => {
+  // A call's own deadline is far away: what ends it must be the hung link, not the clock.
+  const stack = await stackOf({ gateways: 2, gatewayArgs: ['--call_timeout=60s'] });
+  const [gw1, gw2] = stack.gateways;
+  const tab = new ScriptedTab(gw1.wsUrl);
+  tab.handlers['tools/call'] = (params) => (params.arguments?.hang ? new Promise(() => {}) : { content: [{ type: 'text', text: 'done' }] });
+  await tab.hello(await stack.ticket('alice'));
+  const agent = await connectAgent(gw2.url, await stack.mintToken('alice'));
+
+  const call = agent.callTool({ name: 'get_view', arguments: { hang: true } }, undefined, { timeout: 120000 });
+  const delivered = await tab.waitFor((m) => m.method === 'tools/call');
+  const router = stack.routers[0];
+  process.kill(router.child.pid, 'SIGSTOP');
+  try {
+    // Both gateways find the router hung (it answers no ping) and give its calls up.
+    const result = await call;
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /relay is restarting/);
+    // The tab is told to stop: the agent's retry must not run beside this first run.
+    const cancelled = await tab.waitFor((m) => m.method === 'notifications/cancelled' && m.params.requestId === delivered.id);
+    assert.match(cancelled.params.reason, /lost its link/);
+    await waitUntil(async () => !(await ready(gw2)), 'gateway 2 to say its shard is down');
+  } finally {
+    process.kill(router.child.pid, 'SIGCONT');
+  }
+  // The gateways relink and announce the tab again: the next call is answered.
+  await waitUntil(async () => (await ready(gw1)) && (await ready(gw2)), 'both gateways relinked', 20000);
+  await waitUntil(async () => {
+    const again = await agent.callTool({ name: 'get_view', arguments: {} });
+    return !again.isError && textOf(again) === 'done';
+  }, 'a call answered again', 20000);
+  await agent.close();
+  tab.close();
+});
+
+// The local port of the gateway's link to the router (the gateway is pid, the router's link port
+// is linkPort), from the kernel's table of sockets.
+function linkSourcePort(pid, linkPort) {
+  const lines = execFileSync('ss', ['-tnpH', 'state', 'established', `( dport = :${linkPort} )`]).toString().split('\n');
+  const line = lines.find((l) => l.includes(`pid=${pid},`));
+  assert.ok(line, `no link of pid ${pid} to port ${linkPort} in:\n${lines.join('\n')}`);
+  return Number(/:(\d+)\s+\S+:\d+\s/.exec(line)[1]);
+}
+
+test('a tab announced again after its gateway relinks does not displace the newer tab the person opened meanwhile', async () => {
+  const stack = await stackOf({ gateways: 2 });
+  const [gw1, gw2] = stack.gateways;
+  const router = stack.routers[0];
+  const old = new ScriptedTab(gw1.wsUrl);
+  old.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'old tab' }] });
+  await old.hello(await stack.ticket('alice'));
+
+  // Gateway 1 stops, and its link is cut under it: the router lets its tab go, and gateway 1
+  // hears of nothing (any Displace would be lost with the link).
+  process.kill(gw1.child.pid, 'SIGSTOP');
+  let resumed = false;
+  try {
+    const port = linkSourcePort(gw1.child.pid, router.linkPort);
+    execFileSync('ss', ['-K', 'state', 'established', `( sport = :${port} and dport = :${router.linkPort} )`]);
+    const tabsOf = () => JSON.parse(execFileSync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${router.port}`, '--json', 'tabs']).toString());
+    await waitUntil(() => tabsOf().length === 0, 'the router to let the old tab go');
+
+    // The person opens the editor again; the new tab comes in through gateway 2.
+    const newer = new ScriptedTab(gw2.wsUrl);
+    newer.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'new tab' }] });
+    assert.ok((await newer.hello(await stack.ticket('alice'))).result);
+
+    // Gateway 1 wakes, relinks and announces its old tab again.
+    process.kill(gw1.child.pid, 'SIGCONT');
+    resumed = true;
+    const displaced = await old.waitFor((m) => m.method === 'relay/displaced', 20000);
+    assert.match(displaced.params.reason, /another tab/);
+    assert.equal((await old.closed).code, 4409);
+    assert.equal(newer.received.some((m) => m.method === 'relay/displaced'), false, 'the newest tab was not displaced');
+    assert.equal(newer.closeCode, undefined);
+
+    const agent = await connectAgent(gw1.url, await stack.mintToken('alice'));
+    assert.equal(textOf(await agent.callTool({ name: 'get_view', arguments: {} })), 'new tab');
+    await agent.close();
+    newer.close();
+  } finally {
+    if (!resumed) process.kill(gw1.child.pid, 'SIGCONT');
+  }
+});
+
+test('a revoked token\'s open stream ends at once, and a password change closes the account\'s tab with 4403 (sign in again)', async () => {
+  const stack = await stackOf({ gateways: 2, forgetHook: true, gatewayArgs: ['--call_timeout=60s'] });
+  const [gw1, gw2] = stack.gateways;
+  const tab = new ScriptedTab(gw1.wsUrl);
+  tab.handlers['tools/call'] = () => new Promise(() => {});
+  await tab.hello(await stack.ticket('alice'));
+
+  const token = await stack.mintToken('alice');
+  const agent = new RawAgent(gw2.url, token);
+  await agent.initialize();
+  const { res, stream } = await agent.openStream();
+  assert.equal(res.status, 200);
+  // Another of alice's tokens keeps its stream: only the revoked token's ends.
+  const other = new RawAgent(gw2.url, await stack.mintToken('alice', 'other'));
+  await other.initialize();
+  const kept = await other.openStream();
+
+  await stack.revokeToken(token);
+  // The stream ends (the response's end, not a hang), and its agent hears 401 when it reconnects.
+  for (;;) {
+    const event = await stream.next();
+    if (event === null) break;
+  }
+  assert.equal((await agent.openStream()).res.status, 401);
+  assert.equal(kept.res.status, 200);
+
+  // A call of the other token is in the tab when alice changes her password.
+  const pending = other.callTool('get_view', {});
+  const delivered = await tab.waitFor((m) => m.method === 'tools/call');
+  execFileSync(join(repoRoot, 'hostapi', 'bin', 'hostapi'), ['user:passwd', 'alice', 'a-new-password'], {
+    env: { ...process.env, ...stack.hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  // The page is told to sign in again (not just to reconnect with a new ticket), after the tab
+  // was told to stop the call it had.
+  const { code } = await tab.closed;
+  assert.equal(code, 4403);
+  assert.ok(tab.received.some((m) => m.method === 'notifications/cancelled' && m.params.requestId === delivered.id));
+  const answer = await pending;
+  assert.equal(answer.message.result.isError, true);
+  // Every stream of the account ends with it.
+  for (;;) {
+    const event = await kept.stream.next();
+    if (event === null) break;
+  }
+});
+
+test("one account's tab flooding its agents with list changes loses its own streams, and another account on the same links notices nothing", async () => {
+  const stack = await stackOf({ gateways: 2, users: ['alice', 'bob', 'flood'] });
+  const [gw1, gw2] = stack.gateways;
+  const floodTab = new ScriptedTab(gw1.wsUrl);
+  await floodTab.hello(await stack.ticket('flood'));
+  const bobTab = new ScriptedTab(gw1.wsUrl);
+  let answered = 0;
+  bobTab.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: `bob ${++answered}` }] });
+  await bobTab.hello(await stack.ticket('bob'));
+  const bob = await connectAgent(gw2.url, await stack.mintToken('bob'));
+
+  // Many sessions of the flooding account, each with its GET stream open on gateway 2.
+  const token = await stack.mintToken('flood');
+  const streams = [];
+  for (let i = 0; i < 48; i++) {
+    const agent = new RawAgent(gw2.url, token);
+    await agent.initialize();
+    const opened = await agent.openStream();
+    assert.equal(opened.res.status, 200);
+    streams.push(opened);
+  }
+  await waitUntil(() => floodTab.received.some((m) => m.method === 'relay/agents' && m.params.count === 48), 'the tab to count 48 agents');
+
+  // 1,000 list changes of 32 KiB each: ~1.5 GB for the router to fan out to gateway 2, far
+  // beyond any queue, on the link bob's calls use too.
+  const pad = 'x'.repeat(32 * 1024);
+  const flood = (async () => {
+    for (let i = 0; i < 1000; i++) {
+      floodTab.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { pad, i } });
+      if (i % 50 === 49) await new Promise((r) => setImmediate(r));
+    }
+  })();
+  // Bob calls all the while, and every call is answered by his tab.
+  const results = [];
+  const deadline = Date.now() + 3000;
+  while (Date.now() < deadline || results.length < 20) {
+    results.push(await bob.callTool({ name: 'get_view', arguments: {} }));
+  }
+  await flood;
+  assert.deepEqual(results.filter((r) => r.isError), [], 'bob saw no error');
+  assert.ok(results.every((r, i) => textOf(r) === `bob ${i + 1}`));
+
+  // The flooding account's own streams were ended (its agents resume by replay).
+  await Promise.all(streams.map(async ({ stream }) => {
+    for (;;) {
+      if ((await stream.next()) === null) return;
+    }
+  }));
+  const metrics = await (await fetch(stack.routers[0].metricsUrl)).text();
+  assert.match(metrics, /relay_router_streams_cut_total [1-9]/);
+  assert.doesNotMatch(stack.routers[0].lines.join('\n'), /gateway unlinked/, 'no link ended');
+  await bob.close();
+});
