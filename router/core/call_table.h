@@ -48,6 +48,13 @@ struct Call {
   absl::Time parked_until;
 };
 
+// Where a router's call ids start, from 64 random bits: a random point of
+// [2^51, 3 * 2^51), so that ids stay below 2^53 (a tab in JavaScript reads
+// them exactly) for 2^51 calls, and a restarted router's ids are unlikely to
+// meet the ones its previous run left in tabs (they used to start at the
+// wall clock, which a clock stepped back could repeat).
+inline uint64_t FirstCallId(uint64_t random) { return (uint64_t{1} << 51) + (random >> 12); }
+
 // The calls in flight, by the id the tab sees, with the indexes the router's
 // rules need (by tab, by origin link, by the agent's request id, by progress
 // token, per account). Take* removes a call, so that exactly one of the tab's

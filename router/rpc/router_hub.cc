@@ -12,19 +12,14 @@ namespace relay::router {
 
 namespace {
 
-uint64_t FirstCallId() {
-  // A tab may still hold calls of a router that restarted (its answers come
-  // late): a restarted router's ids must not meet them. Ids start at a random
-  // point of [2^51, 3 * 2^51) and count up, so that they stay below 2^53 (a
-  // tab in JavaScript reads them exactly) for 2^51 calls, and two runs' ids
-  // meet with a chance of the calls they make over 2^52. (They used to start
-  // at the wall clock, which a clock stepped back could repeat.)
-  std::string bytes = common::RandomBytes(8);
+// A tab may still hold calls of a router that restarted (its answers come
+// late): a restarted router's ids must not meet them (FirstCallId).
+uint64_t RandomFirstCallId() {
   uint64_t random = 0;
-  for (unsigned char byte : bytes) {
+  for (unsigned char byte : common::RandomBytes(8)) {
     random = random << 8 | byte;
   }
-  return (uint64_t{1} << 51) + (random >> 12);
+  return FirstCallId(random);
 }
 
 // Handles a CallStart and logs where it went (--log_level=debug): the call's
@@ -55,7 +50,7 @@ void LogRouted(RouterCore& core, uint64_t link_id, relay::v1::GatewayEvent& even
 
 }  // namespace
 
-RouterHub::RouterHub(RouterCoreOptions options) : core_(FirstCallId(), options) {}
+RouterHub::RouterHub(RouterCoreOptions options) : core_(RandomFirstCallId(), options) {}
 RouterHub::~RouterHub() = default;
 
 uint64_t RouterHub::AddLink(std::shared_ptr<LinkWriter> writer) {

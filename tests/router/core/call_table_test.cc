@@ -20,6 +20,16 @@ Call MakeCall(TabRef tab, CallOrigin origin, std::string account, std::string re
   return call;
 }
 
+// Issue 25.7: ids start at a random point, not the wall clock, and however
+// the dice fall they leave room to count up below 2^53 (JavaScript's exact
+// integers).
+TEST(CallTableTest, FirstIdsAreSpreadAndLeaveRoomBelowTwoToThe53) {
+  constexpr uint64_t kExact = uint64_t{1} << 53;
+  EXPECT_EQ(FirstCallId(0), uint64_t{1} << 51);
+  EXPECT_LT(FirstCallId(~uint64_t{0}) + (uint64_t{1} << 51), kExact);
+  EXPECT_NE(FirstCallId(0x0123456789abcdefULL), FirstCallId(0x0123456789abdcefULL));
+}
+
 TEST(CallTableTest, IdsCountUpAndEveryIndexFindsTheCall) {
   CallTable table(100);
   uint64_t id = table.Add(MakeCall({1, 5}, {2, 9}, "alice", "7", "p"));
