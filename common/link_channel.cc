@@ -178,6 +178,7 @@ struct LinkChannel::Io {
   bool ping_due = false;
   bool pong_due = false;
   bool read_parked = false;  // reading paused (ReadPaused) until ResumeReading
+  int unacknowledged = -1;   // SIOCOUTQ at the last beat while a write waited
 };
 
 namespace {
@@ -401,9 +402,20 @@ void LinkChannel::Beat() {
       return self->CloseNow(absl::DeadlineExceededError(
           "the peer sent nothing for 3 s, not even a pong: it is down or hung"));
     }
-    if (io.write_waiting && now - io.wrote > kSilence) {
-      return self->CloseNow(absl::DeadlineExceededError(
-          "the peer took none of the link's bytes for 3 s: it is hung or not reading"));
+    if (io.write_waiting) {
+      // The socket says when it has room again only once a good part of its
+      // buffer has gone: a slow reader takes bytes long before that. What the
+      // kernel still holds unacknowledged going down is headway too.
+      int unacknowledged = 0;
+      if (::ioctl(io.socket.native_handle(), SIOCOUTQ, &unacknowledged) == 0 &&
+          unacknowledged != io.unacknowledged) {
+        io.unacknowledged = unacknowledged;
+        io.wrote = now;
+      }
+      if (now - io.wrote > kSilence && self->EndsOnWriteStall()) {
+        return self->CloseNow(absl::DeadlineExceededError(
+            "the peer took none of the link's bytes for 3 s: it is hung or not reading"));
+      }
     }
     io.ping_due = true;
     self->WriteRound();
@@ -432,9 +444,10 @@ void LinkChannel::ReadReady() {
   // Every record there is, until the socket has no more: a wait begun while
   // OpenSSL holds records it has read ahead would never end.
   for (;;) {
-    if (ReadPaused()) {
+    if (framed_ && ReadPaused()) {
       // Backpressure: what the peer sends waits in the kernel (and then in
-      // the peer's queue) until ResumeReading.
+      // the peer's queue) until ResumeReading. (Not before the peer's first
+      // frame: a gateway's hello is read, and its link admitted, even then.)
       io.read_parked = true;
       return;
     }
@@ -587,6 +600,7 @@ void LinkChannel::WriteRound() {
     }
     if (what == IoResult::kWantRead || what == IoResult::kWantWrite) {
       io.write_waiting = true;
+      io.unacknowledged = -1;
       return WaitThen(what == IoResult::kWantRead, "writing the link", &LinkChannel::WriteReady);
     }
     return CloseNow(absl::UnavailableError(

@@ -83,6 +83,11 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   // peer's bytes wait in the kernel, then in the peer) until ResumeReading.
   // The link's liveness keeps watching the peer taking our bytes meanwhile.
   virtual bool ReadPaused() { return false; }
+  // Whether a peer that takes none of our bytes for the liveness bound while
+  // some wait is hung. The router's side: a gateway must read its link. Not
+  // the gateway's: a router that pauses reading (it is backed up) still
+  // pings, and its silence is what shows it hung.
+  virtual bool EndsOnWriteStall() const { return true; }
   // Once, when the channel has closed (by either side, or by Close).
   virtual void OnClosed(const absl::Status& status) = 0;
 

@@ -84,6 +84,10 @@ std::optional<std::string> ListenFilter::Pass(absl::string_view message) const {
   return Tagged(std::move(parsed));
 }
 
+std::string ListenFilter::Failed(absl::string_view why) const {
+  return EncodeError(id_, kInternalError, why);
+}
+
 std::string ListenFilter::Closed() const {
   nlohmann::json result = {{"_meta", {{std::string(kMetaSubscriptionId), id_}}},
                            {"resultType", "complete"}};

@@ -30,6 +30,10 @@ class ListenFilter {
   std::optional<std::string> Pass(absl::string_view message) const;
   // The response that ends the stream cleanly (the gateway shuts down).
   std::string Closed() const;
+  // The response that ends it because it missed notifications (its account
+  // fanned out beyond its budget): an error, so that the agent listens again
+  // rather than take the end for a clean one.
+  std::string Failed(absl::string_view why) const;
 
   const std::vector<std::string>& uris() const { return uris_; }
   // Updates of uri never pass (a resource the agent may not see: it is

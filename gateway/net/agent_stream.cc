@@ -116,8 +116,9 @@ void AgentStream::PostSessionEnded(std::string session) {
   });
 }
 
-void AgentStream::PostEnd() {
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
+void AgentStream::PostEnd(std::string reason) {
+  GatheredPosts::Post(stream_.get_executor(),
+                      [self = shared_from_this(), reason = std::move(reason)] { self->End(reason); });
 }
 
 void AgentStream::PostRevoked(const Revocation& revoked) {
@@ -125,17 +126,20 @@ void AgentStream::PostRevoked(const Revocation& revoked) {
       (revoked.token_sha256.empty() || revoked.token_sha256 != token_sha256_)) {
     return;  // another's: not even a post (every stream hears every revocation)
   }
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] { self->End(); });
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] {
+    self->End("the token was revoked: sign in again");
+  });
 }
 
-void AgentStream::End() {
+void AgentStream::End(absl::string_view reason) {
   if (ending_) {
     return;  // the last chunk is queued already: nothing may follow it
   }
   ending_ = true;
   Unregister();
   if (listen_) {
-    out_.SendEvent(listen_->Closed());  // a clean end: the listen request's result
+    // A clean end is the listen request's result; a cut one its error.
+    out_.SendEvent(reason.empty() ? listen_->Closed() : listen_->Failed(reason));
   }
   out_.EndSse(/*keep_alive=*/false);  // OnResponseWritten closes
 }

@@ -47,9 +47,11 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   void PostReannounce(size_t shard);
   // The session was ended (DELETE): if this is its stream, it ends.
   void PostSessionEnded(std::string session);
-  // The stream ends: the gateway stops, or the router cut it (its account
-  // fanned out more than its budget; the agent resumes by reconnecting).
-  void PostEnd();
+  // The stream ends: the gateway stops (no reason), or the router cut it
+  // with a reason (its account fanned out more than its budget): a GET
+  // stream's agent resumes by reconnecting with Last-Event-ID, a listen
+  // stream ends with an error saying to listen again.
+  void PostEnd(std::string reason = "");
   // authsvc revoked a token or a user: the stream ends if it was opened with
   // that token or by that user (its agent hears 401 when it reconnects).
   void PostRevoked(const Revocation& revoked);
@@ -62,8 +64,9 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
  private:
   // Notices the agent going away: any read completing with an error.
   void WatchPeer();
-  // Ends the response and the connection.
-  void End();
+  // Ends the response and the connection (a listen stream with an error
+  // when there is a reason).
+  void End(absl::string_view reason = "");
   // Tells the router the stream is gone (once).
   void Unregister();
   // A listen stream's resources, subscribed at the router before it opens.

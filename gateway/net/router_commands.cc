@@ -63,7 +63,7 @@ void RouterCommands::OnCommand(RouterCommand& command) {
       break;
     case RouterCommand::kStreamEnd:
       if (auto stream = streams_.Find(command.stream_end().stream_id())) {
-        stream->PostEnd();
+        stream->PostEnd(std::move(*command.mutable_stream_end()->mutable_reason()));
       }
       break;
     case RouterCommand::kSessionEnded: {

@@ -64,6 +64,7 @@ class RouterLink final : public common::LinkChannel {
   absl::Status OnFrame(absl::string_view frame) override;
   bool FillWrite(std::string& out) override ABSL_LOCKS_EXCLUDED(mu_);
   void OnClosed(const absl::Status& status) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool EndsOnWriteStall() const override { return false; }
 
   RouterLinkOwner& owner_;
   common::LinkFrameParser<relay::v1::RouterBatch> in_;  // the link's thread's alone

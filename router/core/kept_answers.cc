@@ -17,7 +17,11 @@ void KeptAnswers::Keep(uint64_t call_id, Answer answer) {
     order_.pop_front();
     Drop(oldest);
   }
-  // Taken answers leave their ids behind: keep the queue near the map's size.
+  // Taken answers leave their ids behind: keep the queue near the map's size
+  // (one long-lived answer at its front must not let it grow for its TTL).
+  if (order_.size() > 2 * answers_.size() + 16) {
+    std::erase_if(order_, [this](uint64_t id) { return !answers_.contains(id); });
+  }
   while (!order_.empty() && !answers_.contains(order_.front())) {
     order_.pop_front();
   }

@@ -40,6 +40,7 @@ class KeptAnswers {
 
   size_t size() const { return answers_.size(); }
   size_t bytes() const { return bytes_; }
+  size_t queued_ids() const { return order_.size(); }  // for tests: the eviction queue's length
 
  private:
   void Drop(uint64_t call_id);

@@ -502,8 +502,8 @@ void RouterCore::Fanout(const std::string& account, const std::vector<StreamDeli
     ++counts_.streams_cut;
     auto* end = AddCommand(out, d.stream.link_id).mutable_stream_end();
     end->set_stream_id(d.stream.stream_id);
-    end->set_reason("the account's editor sent more notifications than the relay passes on; "
-                    "reconnect to resume");
+    end->set_reason("the editor sent more notifications than the relay passes on, and some "
+                    "were dropped: listen again (a GET stream: reconnect with Last-Event-ID)");
     for (std::string& account_changed : sessions_.CloseStream(d.session, d.stream, now)) {
       changed.push_back(std::move(account_changed));
     }

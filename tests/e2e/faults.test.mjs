@@ -32,6 +32,18 @@ async function connectAgent(url, token) {
 }
 
 const textOf = (result) => result.content.map((c) => c.text).join(' ');
+
+// Resolves once the SSE stream has ended; fails if it is still open after ms.
+async function streamEnds(stream, what, ms = 15000) {
+  let timer;
+  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms); });
+  const ended = (async () => { while ((await stream.next()) !== null) { /* events before the end */ } })();
+  try {
+    await Promise.race([ended, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const ready = async (gateway) => (await fetch(`http://127.0.0.1:${gateway.port}/readyz`)).status === 200;
 
 test('a router that hangs is found within seconds: the call ends with the relay\'s message, its tab is told to stop, and the gateways relink', async () => {
@@ -138,10 +150,7 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
 
   await stack.revokeToken(token);
   // The stream ends (the response's end, not a hang), and its agent hears 401 when it reconnects.
-  for (;;) {
-    const event = await stream.next();
-    if (event === null) break;
-  }
+  await streamEnds(stream, "the revoked token's GET stream");
   assert.equal((await agent.openStream()).res.status, 401);
   assert.equal(kept.res.status, 200);
 
@@ -153,16 +162,13 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
   });
   // The page is told to sign in again (not just to reconnect with a new ticket), after the tab
   // was told to stop the call it had.
-  const { code } = await tab.closed;
+  const { code } = await Promise.race([tab.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the tab was not closed within 15 s')), 15000))]);
   assert.equal(code, 4403);
   assert.ok(tab.received.some((m) => m.method === 'notifications/cancelled' && m.params.requestId === delivered.id));
   const answer = await pending;
   assert.equal(answer.message.result.isError, true);
   // Every stream of the account ends with it.
-  for (;;) {
-    const event = await kept.stream.next();
-    if (event === null) break;
-  }
+  await streamEnds(kept.stream, "the account's other GET stream");
 });
 
 test("one account's tab flooding its agents with list changes loses its own streams, and another account on the same links notices nothing", async () => {
@@ -208,11 +214,7 @@ test("one account's tab flooding its agents with list changes loses its own stre
   assert.ok(results.every((r, i) => textOf(r) === `bob ${i + 1}`));
 
   // The flooding account's own streams were ended (its agents resume by replay).
-  await Promise.all(streams.map(async ({ stream }) => {
-    for (;;) {
-      if ((await stream.next()) === null) return;
-    }
-  }));
+  await Promise.all(streams.map(({ stream }, i) => streamEnds(stream, `the flooding account's stream ${i}`)));
   const metrics = await (await fetch(stack.routers[0].metricsUrl)).text();
   assert.match(metrics, /relay_router_streams_cut_total [1-9]/);
   assert.doesNotMatch(stack.routers[0].lines.join('\n'), /gateway unlinked/, 'no link ended');

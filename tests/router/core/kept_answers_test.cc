@@ -48,5 +48,16 @@ TEST(KeptAnswersTest, BoundedByCountAndBytesOldestFirst) {
   EXPECT_FALSE(kept.Take(5, "a", kNow).has_value());
 }
 
+TEST(KeptAnswersTest, TakenAnswersBehindALongLivedOneDoNotPileUp) {
+  KeptAnswers kept(1000, 1 << 20);
+  kept.Keep(1, AnswerOf("a", 1, absl::Hours(1)));
+  for (uint64_t id = 2; id < 500; ++id) {
+    kept.Keep(id, AnswerOf("a", 1));
+    ASSERT_TRUE(kept.Take(id, "a", kNow).has_value());
+  }
+  EXPECT_EQ(kept.size(), 1u);
+  EXPECT_LE(kept.queued_ids(), 2 * kept.size() + 17);
+}
+
 }  // namespace
 }  // namespace relay::router
