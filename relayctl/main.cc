@@ -19,6 +19,7 @@
 #include "common/grpc_tls.h"
 #include "common/text.h"
 #include "gateway/core/shard_picker.h"
+#include "relayctl/reflect.h"
 #include "nlohmann/json.hpp"
 #include "relay/v1/auth.grpc.pb.h"
 #include "relay/v1/router.grpc.pb.h"
@@ -462,6 +463,7 @@ constexpr char kUsage[] =
     "       relayctl [--router A,B,...] end-session SESSION_ID\n"
     "       relayctl [--authsvc ADDR] auth forget (--user NAME | --token_sha256 HEX)\n"
     "       relayctl [--authsvc ADDR] [--json] auth stats\n"
+    "       relayctl reflect ADDRESS      (the services a server lists by gRPC reflection)\n"
     "With mutual TLS: --grpc_tls_ca CA.pem --grpc_tls_cert operator.pem --grpc_tls_key operator.key\n"
     "Every shard is asked (kick and end-session: the one that owns the account); exit code 3\n"
     "when some shard did not answer (the answer is partial), 1 when none did.\n";
@@ -501,6 +503,9 @@ int main(int argc, char** argv) {
   }
   if (words == std::vector<std::string>{"auth", "forget"}) {
     return AuthForget();
+  }
+  if (words.size() == 2 && words[0] == "reflect") {
+    return relay::relayctl::Reflect(ChannelTo(words[1]));
   }
   std::cerr << kUsage;
   return 2;

@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   router::LinkServer links((*gateway_links)->port());
   router::RouterAdminService admin(state);
   common::HealthService health({"relay.v1.Router", "relay.v1.RouterAdmin"});
+  // Reflection runs on gRPC's own threads: the links have a thread of their
+  // own, and no call passes through gRPC any more (docs/decisions.md).
+  common::EnableGrpcReflection();
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   auto server = common::StartGrpcServer(absl::GetFlag(FLAGS_listen),
                                         {links.service(), admin.service(), health.service()},
