@@ -14,7 +14,8 @@ packages=(
   php-cli curl
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(nginx docker-compose nodejs npm chromium wrk clang libclang-rt-14-dev util-linux prometheus)
+  packages+=(nginx docker-compose nodejs npm chromium wrk clang libclang-rt-14-dev util-linux prometheus
+    iptables iproute2)
 fi
 
 missing=()

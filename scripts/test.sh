@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --tests
 # No retries: a test that fails once is a bug to find, not to hide.
 ctest --test-dir build --output-on-failure --timeout 600
+# The fault suite's figures (its seed, faults by kind, errors, cancellations, the latency).
+if [[ -f build/faults-last.log ]]; then
+  echo "test: the fault suite's figures (tests/faults/, scripts/faults.sh):"
+  grep -E "faults: |latency|calls: |faults injected|errors by kind|cancellations at|longest from|from the heal|tabs closed|violations: |relay: median|plain TCP chain|the relay's own" \
+    build/faults-last.log || true
+fi
 
 echo "test: building the services with ASan and UBSan into build-asan/"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON >/dev/null
