@@ -19,6 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 project=${RELAY_COMPOSE_PROJECT:-mcp-tab-relay}
+# Docker's image format, not OCI's: OCI has no HEALTHCHECK, and buildah drops it there.
+export BUILDAH_FORMAT=docker
 socket=/run/podman/podman.sock
 export DOCKER_HOST="unix://$socket"
 mirror=${RELAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -74,7 +76,11 @@ serve() {
 # debian:bookworm and debian:bookworm-slim, from Debian's packages: one minimal root file
 # system (debootstrap's minbase), without documentation for the slim one, as Debian's images are.
 base_images() {
-  podman image exists debian:bookworm && podman image exists debian:bookworm-slim && return
+  # Made once; RELAY_REMAKE_BASE=1 makes them again (after a change of how they are made).
+  if [[ -z ${RELAY_REMAKE_BASE:-} ]] && podman image exists debian:bookworm &&
+    podman image exists debian:bookworm-slim; then
+    return
+  fi
   local root
   root=$(mktemp -d /var/tmp/relay-rootfs.XXXXXX)
   trap 'rm -rf "$root"' RETURN
@@ -88,11 +94,30 @@ deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb ${mirror%/debian}/debian-security bookworm-security main
 SOURCES
+  # As Debian's own images are configured: apt keeps no downloaded package in a layer.
+  cat >"$root/etc/apt/apt.conf.d/docker-clean" <<'APT'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+APT
+  echo 'Acquire::GzipIndexes "true";' >"$root/etc/apt/apt.conf.d/docker-gzip-indexes"
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
   tar -C "$root" -c . | podman import -q --change 'CMD ["bash"]' - debian:bookworm >/dev/null
-  rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/*
+  # -slim: as Debian's, documentation and translations are never installed.
+  cat >"$root/etc/dpkg/dpkg.cfg.d/docker" <<'DPKG'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+DPKG
+  find "$root"/usr/share/doc -mindepth 1 -not -name copyright -not -type d -delete 2>/dev/null || true
+  rm -rf "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/*
   tar -C "$root" -c . | podman import -q --change 'CMD ["bash"]' - debian:bookworm-slim >/dev/null
-  # The Prometheus profile's image, from Debian's package too (deploy/prometheus/Dockerfile).
 }
 
 compose() { docker-compose -p "$project" "$@"; }
