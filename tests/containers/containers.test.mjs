@@ -8,7 +8,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
@@ -17,23 +16,14 @@ import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { repoRoot, waitUntil } from '../e2e/lib/stack.mjs';
+// Compose publishes fixed host ports: ones the OS has free now are picked for the run.
+import { freePort } from '../e2e/lib/nginx.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
 const project = `relay-test-${process.pid}`;
 const figures = {};
 let ports, env, browser, page;
 
-// A port the OS has free now (compose publishes fixed host ports; these are picked for the run).
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 // scripts/containers.sh with this run's project, ports and demo password; throws with its output.
 function containers(args, { allowFail = false, timeout = 1800000 } = {}) {
