@@ -355,7 +355,10 @@ test('compose down and up again: the demo account, its tokens and the certificat
   await waitUntil(ready, 'the load balancer to answer /readyz again', 120000);
   assert.equal(fingerprint(), before, 'the same CA');
   await login();  // the same password
-  const agent = await connectAgent(token);
+  // authsvc and the host API may still be starting: the relay says so (503, "try again
+  // shortly"), never 401; the agent is let in as soon as they answer.
+  let agent;
+  await waitUntil(async () => { agent = await connectAgent(token); return true; }, 'the account service to answer again', 60000);
   const result = await agent.callTool({ name: 'get_view', arguments: {} });
   assert.notEqual(result.isError && /401|Unauthorized/.test(JSON.stringify(result)), true);
   await agent.close();
