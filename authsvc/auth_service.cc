@@ -64,6 +64,7 @@ grpc::ServerUnaryReactor* AuthService::VerifyToken(grpc::CallbackServerContext* 
                   response->set_verdict(ToVerdict(answer->kind));
                   response->set_user(answer->user);
                   response->set_role(answer->role);
+                  response->set_resource(answer->resource);
                   response->set_retry_after_seconds(answer->retry_after_seconds);
                   response->set_keep_ms(
                       static_cast<uint32_t>(absl::ToInt64Milliseconds(answer->keep)));

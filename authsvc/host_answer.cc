@@ -20,6 +20,9 @@ absl::StatusOr<HostAnswer> InterpretHostReply(const HostReply& reply) {
       if (body.contains("role") && body["role"].is_string()) {
         answer.role = body["role"].get<std::string>();
       }
+      if (body.contains("resource") && body["resource"].is_string()) {
+        answer.resource = body["resource"].get<std::string>();
+      }
       return answer;
     }
     case 401:

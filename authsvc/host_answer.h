@@ -15,6 +15,8 @@ struct HostAnswer {
   Kind kind = Kind::kInvalid;
   std::string user;
   std::string role;
+  // agent/verify's "resource": whom the token was issued for (empty: not said).
+  std::string resource;
   uint32_t retry_after_seconds = 0;
   // How much longer this answer may be kept by whoever hears it (what is left
   // of its time in authsvc's cache); zero: not at all.

@@ -18,6 +18,12 @@ ABSL_FLAG(std::string, authsvc_addr, "127.0.0.1:7002", "authsvc address");
 ABSL_FLAG(std::string, mcp_path, "/mcp", "the MCP and tab path");
 ABSL_FLAG(std::string, allowed_origins, "", "comma-separated exact origins for tabs and agents");
 ABSL_FLAG(std::string, allowed_hosts, "", "comma-separated Host names besides loopback");
+ABSL_FLAG(std::string, public_url, "",
+          "the relay's canonical URL as agents reach it (e.g. https://relay.example.org/mcp, the "
+          "load balancer's, never a pod's); with --authorization_server, agents sign in");
+ABSL_FLAG(std::string, authorization_server, "",
+          "the host application's OAuth issuer URL; with --public_url, the relay serves its "
+          "protected resource metadata and every 401 points there");
 ABSL_FLAG(std::string, catalogue, "", "path of the catalogue tools.json");
 ABSL_FLAG(std::string, session_secret_file, "", "file with the secret that signs session ids");
 ABSL_FLAG(std::string, trusted_proxies, "", "CIDRs whose X-Real-IP / X-Forwarded-For is believed");
@@ -75,9 +81,16 @@ int main(int argc, char** argv) {
   config.session_secret = *std::move(secret);
   config.catalogue_path = absl::GetFlag(FLAGS_catalogue);
   config.trusted_proxies = common::SplitList(absl::GetFlag(FLAGS_trusted_proxies));
+  auto resource = gateway::ProtectedResource::Make(absl::GetFlag(FLAGS_public_url),
+                                                   absl::GetFlag(FLAGS_authorization_server),
+                                                   absl::GetFlag(FLAGS_mcp_path));
+  if (!resource.ok()) {
+    common::Fatal(resource.status().message());
+  }
   config.gate = {.mcp_path = absl::GetFlag(FLAGS_mcp_path),
                  .allowed_origins = common::SplitList(absl::GetFlag(FLAGS_allowed_origins)),
-                 .allowed_hosts = common::SplitList(absl::GetFlag(FLAGS_allowed_hosts))};
+                 .allowed_hosts = common::SplitList(absl::GetFlag(FLAGS_allowed_hosts)),
+                 .resource = *std::move(resource)};
   config.dispatch.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   config.dispatch.modern_era = absl::GetFlag(FLAGS_modern_era);
   config.dispatch.max_json_depth = std::max(1, absl::GetFlag(FLAGS_max_json_depth));

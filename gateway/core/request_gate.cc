@@ -64,7 +64,14 @@ GateDecision RequestGate::Decide(const RequestHead& head, bool draining) const {
     return decision;
   }
   if (absl::StartsWith(path, "/.well-known/")) {
-    // OAuth discovery probes: the relay uses the host application's tokens.
+    // Public and the same on every gateway: no Host or Origin check (it names no account).
+    if (options_.resource.IsMetadataPath(path)) {
+      GateDecision decision;
+      decision.kind = GateDecision::Kind::kMetadata;
+      return decision;
+    }
+    // Other discovery probes (and all of them when agents do not sign in): a plain 404, as
+    // MCP-SURFACE.md says, so that clients move on to the next place they look.
     return Refuse(404, "not found");
   }
   if (path != options_.mcp_path) {
@@ -151,12 +158,23 @@ GateDecision RequestGate::RefuseRequest(int status, std::string message) {
   return Refuse(status, std::move(message));
 }
 
-GateDecision RequestGate::RefuseInvalidToken() {
-  GateDecision decision =
-      Refuse(401, "missing or invalid bearer token; create a token in the editor's account menu "
-                  "and send it as Authorization: Bearer <token>");
-  decision.extra_headers =
-      "WWW-Authenticate: Bearer realm=\"mcp-relay\", error=\"invalid_token\"\r\n";
+GateDecision RequestGate::RefuseInvalidToken(bool token_sent) const {
+  const ProtectedResource& resource = options_.resource;
+  if (!resource.enabled()) {
+    GateDecision decision =
+        Refuse(401, "missing or invalid bearer token; create a token in the editor's account "
+                    "menu and send it as Authorization: Bearer <token>");
+    decision.extra_headers =
+        "WWW-Authenticate: Bearer realm=\"mcp-relay\", error=\"invalid_token\"\r\n";
+    return decision;
+  }
+  GateDecision decision = Refuse(
+      401, token_sent ? "invalid, expired or revoked token, or one issued for another server; "
+                        "sign in again (your MCP client follows WWW-Authenticate)"
+                      : "sign in: your MCP client follows WWW-Authenticate to the host "
+                        "application, or send a token made in the editor's account menu as "
+                        "Authorization: Bearer <token>");
+  decision.extra_headers = resource.Challenge(token_sent);
   return decision;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "gateway/core/protected_resource.h"
 
 namespace relay::gateway {
 
@@ -26,6 +27,7 @@ struct GateDecision {
     kRefuse,        // answer status with message (JSON {"error": message})
     kTab,           // a tab's WebSocket upgrade: hand the connection to a tab session
     kAgent,         // an agent's MCP request: check the bearer next
+    kMetadata,      // the protected resource metadata (RFC 9728): GET answers it
   };
   Kind kind = Kind::kRefuse;
   absl::string_view path;
@@ -41,6 +43,8 @@ struct RequestGateOptions {
   std::vector<std::string> allowed_origins;
   // Host names (besides loopback) a request may name: DNS-rebinding protection.
   std::vector<std::string> allowed_hosts;
+  // The sign-in (--public_url, --authorization_server); disabled by default.
+  ProtectedResource resource;
 };
 
 // The agent and tab requests' admission rules (path, Host, Origin, method, the
@@ -65,7 +69,8 @@ class RequestGate {
   // The answers when the bearer is not accepted: missing or invalid (401 with
   // WWW-Authenticate), an address the host API's brake holds off (429 with
   // Retry-After, at least 1 s), the account service unreachable (503).
-  static GateDecision RefuseInvalidToken();
+  // token_sent: the request carried a token (error="invalid_token" in the challenge).
+  GateDecision RefuseInvalidToken(bool token_sent) const;
   static GateDecision RefuseLockedOut(int64_t retry_after_seconds);
   static GateDecision RefuseAuthUnavailable();
   // Any other refusal: status with {"error": message}.

@@ -25,7 +25,8 @@ void AgentAdmission::Check(absl::string_view authorization,
   }
   absl::string_view token = RequestGate::BearerToken(authorization);
   if (token.empty()) {
-    return OnVerdict(AuthVerdict{AuthVerdict::Kind::kInvalid, {}, {}, 0}, address);
+    state_.metrics.unauthorized.Add();
+    return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/false));
   }
   std::string bearer(token);
   if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer)) {
@@ -47,10 +48,15 @@ void AgentAdmission::Check(absl::string_view authorization,
 void AgentAdmission::OnVerdict(AuthVerdict verdict, const std::string& address) {
   switch (verdict.kind) {
     case AuthVerdict::Kind::kOk:
+      // RFC 8707: a good token, but issued for another server, is refused as an unknown one.
+      if (!state_.gate.options().resource.Accepts(verdict.resource)) {
+        state_.metrics.unauthorized.Add();
+        return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/true));
+      }
       return owner_.OnAdmitted(std::move(verdict.user), std::move(verdict.role));
     case AuthVerdict::Kind::kInvalid:
       state_.metrics.unauthorized.Add();
-      return owner_.OnRefused(RequestGate::RefuseInvalidToken());
+      return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/true));
     case AuthVerdict::Kind::kLockedOut:
       state_.metrics.locked_out.Add();
       // Remembered, so that the address's next requests are refused here.

@@ -122,6 +122,8 @@ void HttpSession::OnHeader() {
       std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
           ->Run(in_.parser().release());
       return;
+    case GateDecision::Kind::kMetadata:
+      return AnswerMetadata(head.method);
     case GateDecision::Kind::kAgent:
       state_.metrics.http_requests.Add();
       // The bearer is checked before the body is read: an unauthenticated
@@ -129,6 +131,24 @@ void HttpSession::OnHeader() {
       return admission_.Check(in_.Header(http::field::authorization).value_or(""),
                               [this] { return ClientAddress(); });
   }
+}
+
+void HttpSession::AnswerMetadata(absl::string_view method) {
+  // Public, the same on every gateway, and read by browser-based clients from other origins
+  // (the MCP Inspector): cacheable, and CORS without credentials.
+  constexpr absl::string_view kCors =
+      "Access-Control-Allow-Origin: *\r\n"
+      "Access-Control-Allow-Methods: GET\r\n"
+      "Access-Control-Allow-Headers: mcp-protocol-version\r\n";
+  if (method == "OPTIONS") {
+    return Respond(204, "", "", kCors, /*mcp_path=*/false);
+  }
+  if (method != "GET") {
+    return Respond(405, "application/json", JsonErrorBody("use GET"),
+                   absl::StrCat("Allow: GET\r\n", kCors), /*mcp_path=*/false);
+  }
+  Respond(200, "application/json", state_.gate.options().resource.metadata(),
+          absl::StrCat("Cache-Control: public, max-age=3600\r\n", kCors), /*mcp_path=*/false);
 }
 
 void HttpSession::OnRefused(const GateDecision& refusal) {

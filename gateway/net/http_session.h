@@ -101,6 +101,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
                absl::string_view extra_headers = "", bool mcp_path = true);
   void Reply(const HttpReply& reply);
   void Refuse(const GateDecision& refusal);
+  // The protected resource metadata (RFC 9728), for GET and a CORS preflight.
+  void AnswerMetadata(absl::string_view method);
   void Close();
 
   std::string ClientAddress() const;

@@ -16,6 +16,8 @@ struct AuthVerdict {
   uint32_t retry_after_seconds = 0;
   // A redeemed ticket's place in its account's order of tabs (0 otherwise).
   uint64_t generation = 0;
+  // The resource (RFC 8707) the token was issued for; empty when it names none.
+  std::string resource = {};
 };
 
 // What authsvc pushed (Auth.WatchRevocations): one token, by its SHA-256

@@ -198,6 +198,7 @@ class GrpcAuthClient final : public AuthClient {
         verdict.role = response.role();
         if constexpr (std::is_same_v<Response, relay::v1::VerifyTokenResponse>) {
           verdict.retry_after_seconds = response.retry_after_seconds();
+          verdict.resource = response.resource();
           memo->Put(token_sha256, verdict, absl::Milliseconds(response.keep_ms()), epoch,
                     common::MonotonicNow());
         } else {

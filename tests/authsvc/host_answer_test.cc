@@ -14,6 +14,16 @@ TEST(InterpretHostReply, OkCarriesUserAndRole) {
   EXPECT_EQ(a->kind, HostAnswer::Kind::kOk);
   EXPECT_EQ(a->user, "alice");
   EXPECT_EQ(a->role, "admin");
+  EXPECT_EQ(a->resource, "");  // a token that names no resource
+}
+
+TEST(InterpretHostReply, OkCarriesTheResourceTheTokenWasIssuedFor) {
+  auto a = InterpretHostReply(
+      {200, R"({"user":"alice","role":"user","resource":"https://relay.example/mcp"})", ""});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->resource, "https://relay.example/mcp");
+  // Not a string: as if not said (the gateway then accepts it as a dialog token).
+  EXPECT_EQ(InterpretHostReply({200, R"({"user":"alice","resource":7})", ""})->resource, "");
 }
 
 TEST(InterpretHostReply, RefusalsAreAnswers) {

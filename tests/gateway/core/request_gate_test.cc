@@ -8,7 +8,8 @@ namespace {
 RequestGate Gate() {
   return RequestGate({.mcp_path = "/mcp",
                       .allowed_origins = {"https://editor.example"},
-                      .allowed_hosts = {"Relay.Example"}});
+                      .allowed_hosts = {"Relay.Example"},
+                      .resource = {}});
 }
 
 RequestHead Post(absl::string_view target = "/mcp") {
@@ -119,7 +120,7 @@ TEST(RequestGateTest, BearerTokenTakesTheSchemeInAnyCaseAndTrims) {
 }
 
 TEST(RequestGateTest, TokenRefusalsSayWhatToDo) {
-  GateDecision invalid = RequestGate::RefuseInvalidToken();
+  GateDecision invalid = Gate().RefuseInvalidToken(/*token_sent=*/true);
   EXPECT_EQ(invalid.kind, GateDecision::Kind::kRefuse);
   EXPECT_EQ(invalid.status, 401);
   EXPECT_NE(invalid.message.find("Authorization: Bearer"), std::string::npos);
@@ -134,6 +135,40 @@ TEST(RequestGateTest, TokenRefusalsSayWhatToDo) {
   GateDecision unavailable = RequestGate::RefuseAuthUnavailable();
   EXPECT_EQ(unavailable.status, 503);
   EXPECT_NE(unavailable.message.find("not rejected"), std::string::npos);
+}
+
+RequestGate SigningInGate() {
+  auto resource = ProtectedResource::Make("https://relay.example/mcp", "https://app.example",
+                                          "/mcp");
+  EXPECT_TRUE(resource.ok()) << resource.status();
+  return RequestGate(
+      {.mcp_path = "/mcp", .allowed_origins = {}, .allowed_hosts = {}, .resource = *resource});
+}
+
+TEST(RequestGateTest, TheMetadataIsServedOnlyWhenAgentsSignIn) {
+  RequestHead head = Post("/.well-known/oauth-protected-resource/mcp");
+  head.method = "GET";
+  head.host = std::nullopt;  // public: no Host check
+  EXPECT_EQ(SigningInGate().Decide(head, false).kind, GateDecision::Kind::kMetadata);
+  head.target = "/.well-known/oauth-protected-resource";
+  EXPECT_EQ(SigningInGate().Decide(head, false).kind, GateDecision::Kind::kMetadata);
+  head.target = "/.well-known/oauth-protected-resource/other";
+  EXPECT_EQ(SigningInGate().Decide(head, false).status, 404);
+  head.target = "/.well-known/openid-configuration";
+  EXPECT_EQ(SigningInGate().Decide(head, false).status, 404);
+  head.target = "/.well-known/oauth-protected-resource/mcp";
+  EXPECT_EQ(Gate().Decide(head, false).status, 404);
+}
+
+TEST(RequestGateTest, A401PointsAtTheMetadataWhenAgentsSignIn) {
+  GateDecision none = SigningInGate().RefuseInvalidToken(/*token_sent=*/false);
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.extra_headers,
+            "WWW-Authenticate: Bearer resource_metadata=\"https://relay.example/.well-known/"
+            "oauth-protected-resource/mcp\"\r\n");
+  GateDecision bad = SigningInGate().RefuseInvalidToken(/*token_sent=*/true);
+  EXPECT_NE(bad.extra_headers.find(", error=\"invalid_token\""), std::string::npos);
+  EXPECT_NE(bad.message.find("sign in again"), std::string::npos);
 }
 
 }  // namespace
