@@ -68,7 +68,24 @@ class Gateway::Parts {
 
   // The catalogue file is re-read when it changes; every open stream hears of it.
   void WatchCatalogue();
+  // A load balancer sends a gateway requests as soon as it listens (nginx has no readiness
+  // check): until its link to a shard is up, that shard's accounts' calls would fail at once
+  // ("the relay is restarting"), which a rolling restart must not cause. So the listener
+  // opens once every shard is linked, or after config.start_link_wait (a shard that is down
+  // must not keep the others' accounts out). Only at start, on the main thread.
+  void WaitForShards();
 };
+
+void Gateway::Parts::WaitForShards() {
+  absl::Time deadline = absl::Now() + config.start_link_wait;
+  while (router->ShardsUp() < config.routers.size() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  if (router->ShardsUp() < config.routers.size()) {
+    common::LogWarn("listening before every router shard is linked",
+                    {{"linked", absl::StrCat(router->ShardsUp(), " of ", config.routers.size())}});
+  }
+}
 
 void Gateway::Parts::WatchCatalogue() {
   catalogue_timer.expires_after(absl::ToChronoMilliseconds(config.catalogue_poll));
@@ -188,6 +205,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   p.commands.SetReady();
   state.auth = p.auth.get();
   state.router = p.router.get();
+  p.WaitForShards();
 
   auto listener = Listener::Create(p.io, p.config.listen, state);
   if (!listener.ok()) {

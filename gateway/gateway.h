@@ -28,6 +28,8 @@ struct GatewayConfig {
   int threads = 1;
   absl::Duration drain_timeout = absl::Seconds(10);
   absl::Duration catalogue_poll = absl::Seconds(1);
+  // Before it listens, how long a starting gateway waits for its links to every router shard.
+  absl::Duration start_link_wait = absl::Seconds(5);
 };
 
 // The gateway: builds its parts (the dispatcher, the gRPC clients on their

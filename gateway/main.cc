@@ -53,6 +53,9 @@ ABSL_FLAG(absl::Duration, tab_ping_interval, absl::Seconds(25),
           "WebSocket ping interval; a tab that misses two is dropped");
 ABSL_FLAG(absl::Duration, tab_hello_timeout, absl::Seconds(10), "time for a tab's relay/hello");
 ABSL_FLAG(absl::Duration, sse_keepalive, absl::Seconds(15), "keep-alive comment interval on SSE");
+ABSL_FLAG(absl::Duration, start_link_wait, absl::Seconds(5),
+          "before it listens, how long a starting gateway waits for its links to every router "
+          "shard (a load balancer's first requests then find them up)");
 ABSL_FLAG(absl::Duration, catalogue_poll, absl::Seconds(1), "how often the catalogue file is checked");
 
 int main(int argc, char** argv) {
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
   config.threads = absl::GetFlag(FLAGS_threads);
   config.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   config.catalogue_poll = absl::GetFlag(FLAGS_catalogue_poll);
+  config.start_link_wait = absl::GetFlag(FLAGS_start_link_wait);
 
   auto gateway = gateway::Gateway::Start(std::move(config));
   if (!gateway.ok()) {

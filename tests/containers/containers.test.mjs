@@ -77,6 +77,21 @@ async function connectAgent(token) {
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl()), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   return client;
 }
+// Right after `up`, authsvc and the host API may still be starting: the relay says so (503,
+// "try again shortly"), never 401, and the agent is let in as soon as they answer. Only that
+// 503 is waited out; any other refusal fails the test.
+async function connectWhenAuthAnswers(token, what) {
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    try {
+      return await connectAgent(token);
+    } catch (e) {
+      if (e.code !== 503) throw e;
+      if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}: ${e.message}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
 const ready = async () => {
   try {
     return (await fetch(`http://127.0.0.1:${ports.http}/readyz`)).status === 200;
@@ -119,7 +134,7 @@ before(async () => {
   containers(['up', '3']);
   await waitUntil(ready, 'the load balancer to answer /readyz', 120000);
   const token = await mintToken('first call');
-  const agent = await connectAgent(token);
+  const agent = await connectWhenAuthAnswers(token, 'the account service to answer');
   // No tab yet: the call's answer is the relay's "no editor" tool error, which proves the path.
   const first = await agent.callTool({ name: 'get_view', arguments: {} });
   assert.match(first.content[0].text, /No editor is connected/);
@@ -355,10 +370,7 @@ test('compose down and up again: the demo account, its tokens and the certificat
   await waitUntil(ready, 'the load balancer to answer /readyz again', 120000);
   assert.equal(fingerprint(), before, 'the same CA');
   await login();  // the same password
-  // authsvc and the host API may still be starting: the relay says so (503, "try again
-  // shortly"), never 401; the agent is let in as soon as they answer.
-  let agent;
-  await waitUntil(async () => { agent = await connectAgent(token); return true; }, 'the account service to answer again', 60000);
+  const agent = await connectWhenAuthAnswers(token, 'the account service to answer again');
   const result = await agent.callTool({ name: 'get_view', arguments: {} });
   assert.notEqual(result.isError && /401|Unauthorized/.test(JSON.stringify(result)), true);
   await agent.close();
