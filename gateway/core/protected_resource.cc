@@ -37,11 +37,10 @@ bool Split(absl::string_view url, UrlParts& parts) {
   if (authority.empty() || absl::StrContains(authority, '@') || authority.front() == ':') {
     return false;
   }
-  parts.authority = absl::AsciiStrToLower(authority);
-  absl::string_view default_port = parts.scheme == "https" ? ":443" : ":80";
-  if (absl::EndsWith(parts.authority, default_port)) {
-    parts.authority.resize(parts.authority.size() - default_port.size());
-  }
+  std::string lower = absl::AsciiStrToLower(authority);
+  absl::string_view host_port = lower;
+  absl::ConsumeSuffix(&host_port, parts.scheme == "https" ? ":443" : ":80");
+  parts.authority = std::string(host_port);
   parts.path = slash == absl::string_view::npos ? "" : std::string(rest.substr(slash));
   while (!parts.path.empty() && parts.path.back() == '/') {
     parts.path.pop_back();
