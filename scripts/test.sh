@@ -14,6 +14,12 @@ if [[ -f build/faults-last.log ]]; then
     build/faults-last.log || true
 fi
 
+# The containers test's figures (image build and size, up to the first call, the faults).
+if [[ -f build/containers-last.json ]]; then
+  echo "test: the containers test's figures (tests/containers/):"
+  cat build/containers-last.json
+fi
+
 echo "test: building the services with ASan and UBSan into build-asan/"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON >/dev/null
 if ! cmake --build build-asan -j2 --target relay-gateway relay-router relay-authsvc relayctl \
