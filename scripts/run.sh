@@ -50,9 +50,11 @@ wait_listening() {  # wait_listening LOG: the first log line says "listening on"
 
 # The relay the editor page may use, from the host API's own configuration.
 # A revoked token is forgotten by authsvc at once (its POST /forget, hostapi/src/relay_hook.php).
+# Agents sign in at the host API (its issuer) for the relay at its MCP URL (the resource).
 HOSTAPI_RELAY_URLS="ws://127.0.0.1:$gw_port/mcp ws://localhost:$gw_port/mcp" \
+HOSTAPI_ISSUER="http://127.0.0.1:$api_port" HOSTAPI_RESOURCES="http://127.0.0.1:$gw_port/mcp" \
 HOSTAPI_RELAY_FORGET_URLS="http://127.0.0.1:$auth_ops_port/forget" \
-  start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public
+  start hostapi php -S "127.0.0.1:$api_port" -t hostapi/public hostapi/serve.php
 wait_listening "$state/hostapi.log"
 start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
   --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key" "${tls_authsvc[@]}" \
@@ -62,7 +64,8 @@ start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port" \
 start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" "${tls_gateway[@]}" \
   --router_addrs="127.0.0.1:$router_port" --authsvc_addr="127.0.0.1:$auth_port" \
   --session_secret_file="$state/session.secret" --catalogue=hostapi/public/editor/tools.json \
-  --allowed_origins="http://127.0.0.1:$api_port,http://localhost:$api_port"
+  --allowed_origins="http://127.0.0.1:$api_port,http://localhost:$api_port" \
+  --public_url="http://127.0.0.1:$gw_port/mcp" --authorization_server="http://127.0.0.1:$api_port"
 for s in relay-authsvc relay-router relay-gateway; do wait_listening "$state/$s.log"; done
 
 token=$(hostapi/bin/hostapi token:mint demo "demo $(date +%F)" 2>/dev/null)
@@ -73,7 +76,9 @@ cat <<MSG
   MCP URL:      http://127.0.0.1:$gw_port/mcp
   Agent token:  $token   (account "demo"; shown once, revocable in the editor)
 
-  Add it to Claude Code:
+  Add it to Claude Code, which signs in (\`claude mcp login editor\`, or /mcp in a session):
+    claude mcp add --transport http editor http://127.0.0.1:$gw_port/mcp
+  or with the token:
     claude mcp add --transport http editor http://127.0.0.1:$gw_port/mcp --header "Authorization: Bearer $token"
 
   Get a tab on: open http://127.0.0.1:$api_port/editor/

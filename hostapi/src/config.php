@@ -13,12 +13,25 @@ namespace HostApi;
  *                           <data>/relay-urls, one per line; else none: the page uses
  *                           ws(s)://<its own host>:8080/mcp)
  *
+ * The OAuth authorization server (oauth_server.php):
+ *   HOSTAPI_ISSUER          its issuer URL, http(s)://HOST[:PORT] (default: the scheme of the
+ *                           request, as Request tells TLS, and its Host header)
+ *   HOSTAPI_RESOURCES       the relays' public MCP URLs tokens may be issued for, spaces or
+ *                           commas between, the first the resource of dialog tokens (else the
+ *                           file <data>/resources, one per line; else any http(s) URL, and
+ *                           dialog tokens name none)
+ *   HOSTAPI_ACCESS_TOKEN_SECONDS  lifetime of the access tokens the flow issues (3600)
+ *   HOSTAPI_OAUTH_HTTP_LOOPBACK=1 client ID metadata documents may be http on loopback (tests)
+ *
  * A relative path is taken relative to the hostapi folder, not to the current
  * directory: `php -S` changes into the script's folder before running it, so the
  * current directory of the server is not the one it was started from.
  */
 final class Config
 {
+    /** A host name or IP address (IPv6 in brackets) and an optional port. */
+    private const HOST = '([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?';
+
     public static function hostapiDir(): string
     {
         return dirname(__DIR__);
@@ -90,6 +103,51 @@ final class Config
             }
         }
         return array_values(array_unique($urls));
+    }
+
+    /**
+     * The issuer (RFC 8414): HOSTAPI_ISSUER, else the origin the request was sent to. Without
+     * a path, because the endpoints are <issuer>/oauth/... and the metadata is at
+     * /.well-known/oauth-authorization-server of the host.
+     */
+    public static function issuer(Request $request): string
+    {
+        $issuer = getenv('HOSTAPI_ISSUER');
+        if ($issuer !== false && trim($issuer) !== '') {
+            $issuer = rtrim(trim($issuer), '/');
+            if (!preg_match('~^https?://' . self::HOST . '$~D', $issuer)) {
+                throw new \RuntimeException('HOSTAPI_ISSUER must be http(s)://HOST[:PORT], without a path');
+            }
+            return $issuer;
+        }
+        if (!preg_match('~^' . self::HOST . '$~D', $request->host)) {
+            throw new HttpError(400, 'a Host header is required');
+        }
+        return ($request->overTls ? 'https://' : 'http://') . strtolower($request->host);
+    }
+
+    /** @return list<string> the resources (RFC 8707) tokens may be issued for; none: any */
+    public static function resources(): array
+    {
+        return self::urlList('HOSTAPI_RESOURCES', 'resources', 'https?');
+    }
+
+    public static function accessTokenSeconds(): int
+    {
+        $raw = getenv('HOSTAPI_ACCESS_TOKEN_SECONDS');
+        if ($raw === false || trim($raw) === '') {
+            return 3600;
+        }
+        if (!preg_match('/^[0-9]{1,6}$/D', trim($raw)) || (int) $raw < 1 || (int) $raw > 86400) {
+            throw new \RuntimeException('HOSTAPI_ACCESS_TOKEN_SECONDS must be a whole number from 1 to 86400');
+        }
+        return (int) $raw;
+    }
+
+    /** Whether client ID metadata documents may be fetched over http from loopback (tests only). */
+    public static function oauthHttpLoopback(): bool
+    {
+        return getenv('HOSTAPI_OAUTH_HTTP_LOOPBACK') === '1';
     }
 
     private static function absolute(string $path): string

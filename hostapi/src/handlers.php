@@ -12,6 +12,7 @@ final class Api
     private readonly Brake $brake;
     private readonly Sessions $sessions;
     private readonly Counters $counters;
+    private readonly TokenFamilies $families;
 
     public function __construct(Store $store)
     {
@@ -21,6 +22,7 @@ final class Api
         $this->brake = new Brake($store);
         $this->sessions = new Sessions($store, $this->users);
         $this->counters = new Counters($store);
+        $this->families = new TokenFamilies($store, $this->users, $this->tokens);
     }
 
     public function handle(Request $request): Response
@@ -86,8 +88,14 @@ final class Api
     private function deleteToken(Request $request, array $params): Response
     {
         $user = $this->sessions->require($request);
-        if (!$this->tokens->revoke($user['name'], (int) $params[0])) {
+        $record = $this->tokens->revoke($user['name'], (int) $params[0]);
+        if ($record === null) {
             throw new HttpError(404, 'no such token');
+        }
+        // A signed-in client's token: its refresh token ends too, or the client would
+        // refresh its way back.
+        if (is_string($record['family'] ?? null)) {
+            $this->families->end($record['family']);
         }
         return Response::noContent();
     }
@@ -111,12 +119,20 @@ final class Api
             throw new HttpError(429, 'too many wrong tokens from this address; try again later', ['Retry-After' => (string) $locked]);
         }
         $token = $body['token'] ?? null;
-        $user = is_string($token) ? $this->tokens->verify($token) : null;
-        if ($user === null) {
-            $this->brake->fail($address);
+        $found = is_string($token) ? $this->tokens->verifyToken($token) : null;
+        if ($found === null) {
+            // The brake is for guessed tokens. A signed-in agent meets its lapsed access token
+            // once an hour before it refreshes, and must not lock its address out by that.
+            if (!is_string($token) || !$this->tokens->lapsed($token)) {
+                $this->brake->fail($address);
+            }
             throw new HttpError(401, 'unknown, expired or revoked token');
         }
-        return Response::json(['user' => $user['name'], 'role' => $user['role']]);
+        $user = $found['user'];
+        // The resource (RFC 8707) the token was issued for; a dialog token's is the relay
+        // the application is configured with (the first of HOSTAPI_RESOURCES), if any.
+        $resource = $found['record']['resource'] ?? Config::resources()[0] ?? null;
+        return Response::json(['user' => $user['name'], 'role' => $user['role']] + ($resource === null ? [] : ['resource' => $resource]));
     }
 
     private function redeem(Request $request): Response

@@ -13,12 +13,26 @@ final class HttpError extends \RuntimeException
     }
 }
 
-/** A successful answer: status, JSON body (null: no body) and headers. */
+/**
+ * A successful answer: status, JSON body (null: no body) and headers; or, for the pages of the
+ * OAuth authorization endpoint, a string of HTML. The headers given replace the defaults
+ * (Cache-Control: no-store).
+ */
 final class Response
 {
     /** @param array<string,string> $headers */
-    public function __construct(public readonly int $status, public readonly mixed $body = null, public readonly array $headers = [])
+    public function __construct(
+        public readonly int $status,
+        public readonly mixed $body = null,
+        public readonly array $headers = [],
+        public readonly bool $html = false,
+    ) {
+    }
+
+    /** @param array<string,string> $headers */
+    public static function page(string $html, int $status, array $headers): self
     {
+        return new self($status, $html, $headers, true);
     }
 
     public static function json(mixed $body, int $status = 200): self
@@ -47,6 +61,11 @@ final class Response
         if ($this->status === 204 || $this->body === null) {
             return;
         }
+        if ($this->html) {
+            header('Content-Type: text/html; charset=utf-8');
+            echo $this->body;
+            return;
+        }
         header('Content-Type: application/json');
         echo json_encode($this->body, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR), "\n";
     }
@@ -67,6 +86,8 @@ final class Request
         public readonly string $contentType = 'application/json',
         public readonly string $clientAddress = 'unknown',
         public readonly bool $overTls = false,
+        public readonly string $query = '',
+        public readonly string $host = '',
     ) {
     }
 
@@ -91,6 +112,8 @@ final class Request
             (string) ($_SERVER['CONTENT_TYPE'] ?? ''),
             (string) ($_SERVER['REMOTE_ADDR'] ?? 'unknown'),
             $overTls,
+            (string) ($_SERVER['QUERY_STRING'] ?? ''),
+            (string) ($_SERVER['HTTP_HOST'] ?? ''),
         );
     }
 

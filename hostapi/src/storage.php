@@ -14,7 +14,11 @@ namespace HostApi;
  */
 final class Store
 {
-    private const KINDS = ['users', 'tokens', 'token-index', 'tickets', 'brake', 'sessions', 'counters', 'locks', 'stamps'];
+    private const KINDS = [
+        'users', 'tokens', 'token-index', 'tickets', 'brake', 'sessions', 'counters', 'locks', 'stamps',
+        // the OAuth authorization server (oauth_*.php)
+        'oauth-clients', 'oauth-metadata', 'oauth-codes', 'oauth-used-codes', 'oauth-families',
+    ];
 
     public function __construct(public readonly string $root)
     {

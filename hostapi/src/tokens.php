@@ -9,6 +9,13 @@ namespace HostApi;
  * Kept as tokens/<sha256 of token>.json = {user, uid, generation, id, name, createdAt,
  * expiresAt, usedAt}: the file name cannot be replayed as the token. A token ends at its
  * expiry, when deleted, when the password changes (generation) and with its account (uid).
+ *
+ * A token issued to an OAuth client (TokenFamilies) is the same kind of token, with the
+ * client {id, name}, its resource, its family and accessExpiresAt on top. Its expiresAt is
+ * the end of the sign-in (the refresh token's), so that the person keeps seeing, and can end,
+ * a signed-in client while its access token has lapsed and a refresh would bring it back;
+ * verify() refuses it after accessExpiresAt. Each refresh replaces it under the same id: one
+ * entry per signed-in client in the person's list.
  */
 final class Tokens
 {
@@ -87,24 +94,121 @@ final class Tokens
         });
     }
 
+    /**
+     * Creates the access token of a sign-in: an agent token like the dialog's, counted against
+     * the same limit (409). Null when the account no longer stands as $grant saw it (password
+     * changed, deleted, re-created).
+     *
+     * @param array<string,mixed> $grant {user, uid, generation} of the authorization code
+     * @param array{id:string, name:string} $client
+     * @return array{0:string, 1:string}|null [hash, token]
+     */
+    public function mintForClient(array $grant, array $client, ?string $resource, string $family, int $accessSeconds, int $expiresAt): ?array
+    {
+        $userName = (string) $grant['user'];
+        return $this->store->withLock('user-' . $userName, function () use ($grant, $userName, $client, $resource, $family, $accessSeconds, $expiresAt): ?array {
+            $user = $this->users->current($grant);
+            if ($user === null) {
+                return null;
+            }
+            if (count($this->live($userName)) >= self::MAX_PER_USER) {
+                throw new HttpError(409, 'at most ' . self::MAX_PER_USER . ' tokens per account; delete one in Agent tokens first');
+            }
+            $user['lastTokenId'] = (int) ($user['lastTokenId'] ?? 0) + 1;
+            $this->store->write('users', $userName, $user);
+
+            $token = 'fwa_' . bin2hex(random_bytes(32));
+            $now = time();
+            $hash = self::hash($token);
+            $this->store->write('tokens', $hash, [
+                'user' => $userName,
+                'uid' => $user['uid'],
+                'generation' => $user['generation'],
+                'id' => $user['lastTokenId'],
+                'name' => self::clientTokenName($client['name']),
+                'createdAt' => $now,
+                'expiresAt' => $expiresAt,
+                'accessExpiresAt' => $now + $accessSeconds,
+                'usedAt' => null,
+                'client' => ['id' => $client['id'], 'name' => $client['name']],
+                'resource' => $resource,
+                'family' => $family,
+            ]);
+            $this->changeIndex($userName, fn(array $hashes): array => [...$hashes, $hash]);
+            return [$hash, $token];
+        });
+    }
+
+    /**
+     * A refresh: replaces the sign-in's access token $oldHash by a new one with the same id
+     * and name, and tells the relay to forget the old one. Null when the old one is gone
+     * (revoked, or ended with its account).
+     *
+     * @return array{0:string, 1:string}|null [hash, token]
+     */
+    public function rotate(string $userName, string $oldHash, int $accessSeconds, int $expiresAt): ?array
+    {
+        $rotated = $this->store->withLock('user-' . $userName, function () use ($userName, $oldHash, $accessSeconds, $expiresAt): ?array {
+            $old = $this->store->read('tokens', $oldHash);
+            if ($old === null || ($old['user'] ?? null) !== $userName || $this->users->current($old) === null) {
+                return null;
+            }
+            $token = 'fwa_' . bin2hex(random_bytes(32));
+            $hash = self::hash($token);
+            $this->store->write('tokens', $hash, [
+                'expiresAt' => $expiresAt,
+                'accessExpiresAt' => time() + $accessSeconds,
+            ] + $old);
+            $this->store->delete('tokens', $oldHash);
+            $this->changeIndex($userName, fn(array $hashes): array => [...array_diff($hashes, [$oldHash]), $hash]);
+            return [$hash, $token];
+        });
+        if ($rotated !== null) {
+            RelayHook::forgetToken($oldHash);
+        }
+        return $rotated;
+    }
+
+    /** @return array<string,mixed>|null the record of the token with that hash, as stored */
+    public function find(string $hash): ?array
+    {
+        return preg_match('/^[0-9a-f]{64}$/D', $hash) ? $this->store->read('tokens', $hash) : null;
+    }
+
+    /**
+     * Deletes the account's token with that hash and tells the relay; false if it was gone
+     * (then whoever deleted it told the relay).
+     */
+    public function deleteByHash(string $userName, string $hash): bool
+    {
+        $deleted = $this->store->delete('tokens', $hash);
+        $this->changeIndex($userName, fn(array $hashes): array => array_diff($hashes, [$hash]));
+        if ($deleted) {
+            RelayHook::forgetToken($hash);
+        }
+        return $deleted;
+    }
+
     /** @return list<array<string,mixed>> the account's live tokens, oldest first, without secrets */
     public function listFor(string $userName): array
     {
         return array_map(fn(array $r): array => self::shown($r), array_values($this->live($userName)));
     }
 
-    /** Deletes the account's token with that id, and tells the relay; false if it has none. */
-    public function revoke(string $userName, int $id): bool
+    /**
+     * Deletes the account's token with that id, and tells the relay. Returns its record (the
+     * caller ends its family, if it has one), null if the account has no such token.
+     *
+     * @return array<string,mixed>|null
+     */
+    public function revoke(string $userName, int $id): ?array
     {
         foreach ($this->live($userName) as $hash => $record) {
             if ($record['id'] === $id) {
-                $deleted = $this->store->delete('tokens', $hash);
-                $this->changeIndex($userName, fn(array $hashes): array => array_diff($hashes, [$hash]));
-                RelayHook::forgetToken($hash);
-                return $deleted;
+                return $this->deleteByHash($userName, $hash) ? $record : null;
             }
         }
-        return false;
+        return null;
     }
 
     /**
@@ -114,6 +218,16 @@ final class Tokens
      * @return array<string,mixed>|null
      */
     public function verify(string $token): ?array
+    {
+        return $this->verifyToken($token)['user'] ?? null;
+    }
+
+    /**
+     * Like verify(), with the token's record (its resource, client).
+     *
+     * @return array{user: array<string,mixed>, record: array<string,mixed>}|null
+     */
+    public function verifyToken(string $token): ?array
     {
         if (!self::wellFormed($token)) {
             return null;
@@ -128,13 +242,32 @@ final class Tokens
             $this->store->delete('tokens', $hash);
             return null;
         }
+        // A signed-in client's lapsed access token: refused, but kept, so that the person
+        // still sees the sign-in that a refresh can renew (see the class comment).
+        if (isset($record['accessExpiresAt']) && (int) $record['accessExpiresAt'] <= time()) {
+            return null;
+        }
         // In place and only if the file is still there: a verification racing a
         // revocation must not bring the token back.
         $updated = $this->store->update('tokens', $hash, function (array $r): array {
             $r['usedAt'] = time();
             return $r;
         });
-        return $updated === null ? null : $user;
+        return $updated === null ? null : ['user' => $user, 'record' => $updated];
+    }
+
+    /**
+     * Whether $token is a signed-in client's access token past its hour, whose sign-in still
+     * stands: a token this server issued, not a guess, which its client is about to refresh.
+     */
+    public function lapsed(string $token): bool
+    {
+        $record = self::wellFormed($token) ? $this->store->read('tokens', self::hash($token)) : null;
+        return $record !== null
+            && isset($record['accessExpiresAt'])
+            && (int) $record['accessExpiresAt'] <= time()
+            && (int) $record['expiresAt'] > time()
+            && $this->users->current($record) !== null;
     }
 
     /** Removes every token file of the account (password change, deletion). */
@@ -212,6 +345,16 @@ final class Tokens
         });
     }
 
+    /** The name a client's token is listed under: the client's, cut to MAX_NAME characters. */
+    private static function clientTokenName(string $name): string
+    {
+        $name = preg_replace('/\p{Cc}/u', '', $name) ?? '';
+        if (preg_match('/^.{' . (self::MAX_NAME + 1) . '}/us', $name)) {
+            $name = (string) preg_replace('/^(.{' . (self::MAX_NAME - 1) . '}).*$/us', '$1', $name) . '…';
+        }
+        return $name === '' ? 'OAuth client' : $name;
+    }
+
     private static function indexName(string $userName): string
     {
         return hash('sha256', $userName);
@@ -226,6 +369,8 @@ final class Tokens
             'createdAt' => iso($r['createdAt']),
             'expiresAt' => iso($r['expiresAt']),
             'usedAt' => iso($r['usedAt']),
+            // the OAuth client a sign-in issued the token to; null for the dialog's tokens
+            'client' => is_array($r['client'] ?? null) ? (string) ($r['client']['name'] ?? '') : null,
         ];
     }
 }

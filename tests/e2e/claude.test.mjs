@@ -38,6 +38,7 @@ before(async () => {
 after(async () => {
   tab?.close();
   await new Promise((resolve) => (fakeApi ? fakeApi.close(resolve) : resolve()));
+  cc?.remove();
   await stack?.stop();
 });
 

@@ -92,7 +92,7 @@ export class Relay {
   async startHostApi() {
     const ip = this.topo.ip('hostapi');
     // php -S with workers forks: its own process group, ended as a group.
-    const proc = this.exec('hostapi', ['php', '-S', `${ip}:0`, '-t', join(hostapiDir, 'public')], {
+    const proc = this.exec('hostapi', ['php', '-S', `${ip}:0`, '-t', join(hostapiDir, 'public'), join(hostapiDir, 'serve.php')], {
       env: { ...this.hostapiEnv, PHP_CLI_SERVER_WORKERS: '4' },
       group: true,
     });

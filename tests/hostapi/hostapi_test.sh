@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Tests of the reference host API (hostapi/): starts `php -S` on a free port with a
-# temporary data folder and exercises every route of HOST-API.md with curl.
+# temporary data folder and exercises every route of HOST-API.md with curl, and its OAuth
+# authorization server ("Agents that sign in"), with a second host API on other settings and
+# a third `php -S` serving client ID metadata documents.
 # Prints one line per check and ends with "N passed, M failed"; exits non-zero on failure.
 set -u
 
@@ -20,13 +22,14 @@ printf 'X-Relay-Key: %s\n' "$KEY" >"$TMP/key.header"
 printf 'X-Relay-Key: %s\n' "wrong-$KEY" >"$TMP/badkey.header"
 
 PHP_PID=
+EXTRA_PIDS=()
 cleanup() {
-    if [ -n "$PHP_PID" ]; then
-        # php -S with workers forks; the workers outlive a killed parent, so end the
-        # whole process group (the server was started as its own job).
-        kill -TERM -- "-$PHP_PID" 2>/dev/null || kill -TERM "$PHP_PID" 2>/dev/null
-        wait "$PHP_PID" 2>/dev/null
-    fi
+    # php -S with workers forks; the workers outlive a killed parent, so end the
+    # whole process group (each server was started as its own job).
+    for pid in $PHP_PID "${EXTRA_PIDS[@]}"; do
+        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -34,7 +37,7 @@ trap 'exit 130' INT TERM
 
 # ---- start the server: port 0 lets the OS pick; php -S prints the real port ----------
 set -m # own process group for the server and its workers
-PHP_CLI_SERVER_WORKERS=4 php -S 127.0.0.1:0 -t "$HOSTAPI/public" >"$TMP/server.log" 2>&1 &
+PHP_CLI_SERVER_WORKERS=4 php -S 127.0.0.1:0 -t "$HOSTAPI/public" "$HOSTAPI/serve.php" >"$TMP/server.log" 2>&1 &
 PHP_PID=$!
 set +m
 
@@ -335,14 +338,427 @@ TOKENS_OF_ALICE=$(req GET agent-tokens '' -b "$A" >/dev/null; php -r 'echo count
 check_match "alice's tokens are listed from her own index" '^[0-9]+$' "$TOKENS_OF_ALICE"
 check "the index is one file per account, named by SHA-256" yes "$([ -f "$HOSTAPI_DATA/token-index/$(printf '%s' alice | sha256sum | cut -d' ' -f1).json" ] && echo yes)"
 
+# ---- OAuth 2.1: the authorization server (HOST-API.md "Agents that sign in") ------------------
+ORIGIN="http://127.0.0.1:$PORT"
+SECRETS=() # every token, refresh token and code seen below, for the leak check at the end
+
+# oreq METHOD URL [CURL ARGS...]: prints the status; body in $TMP/body, headers in $TMP/headers
+oreq() {
+    local method=$1 url=$2
+    shift 2
+    curl -s -o "$TMP/body" -D "$TMP/headers" -w '%{http_code}' -X "$method" "$@" "$url"
+}
+# (`--` before the arguments: a random value may start with "-", which php would take for an option)
+urlenc() { php -r 'echo rawurlencode($argv[1]);' -- "$1"; }
+qparam() { # URL NAME: a query parameter of the URL
+    php -r '$q = []; parse_str((string) parse_url($argv[1], PHP_URL_QUERY), $q); echo $q[$argv[2]] ?? "";' -- "$1" "$2"
+}
+jsonof() { # NAME=VALUE...: a JSON object of strings
+    php -r 'array_shift($argv); $o = []; foreach ($argv as $a) { [$k, $v] = explode("=", $a, 2); $o[$k] = $v; } echo json_encode($o, JSON_UNESCAPED_SLASHES);' -- "$@"
+}
+pkce() { # sets VERIFIER and CHALLENGE (S256)
+    VERIFIER=$(php -r 'echo rtrim(strtr(base64_encode(random_bytes(32)), "+/", "-_"), "=");')
+    CHALLENGE=$(php -r 'echo rtrim(strtr(base64_encode(hash("sha256", $argv[1], true)), "+/", "-_"), "=");' -- "$VERIFIER")
+}
+STATE='st-1 &x=y' # a state with characters that must come back encoded
+authz() { # BASE CLIENT REDIRECT [EXTRA QUERY]: the URL of an authorization request with PKCE S256
+    printf '%s/oauth/authorize?response_type=code&client_id=%s&redirect_uri=%s&code_challenge=%s&code_challenge_method=S256&state=%s%s' \
+        "$1" "$(urlenc "$2")" "$(urlenc "$3")" "$CHALLENGE" "$(urlenc "$STATE")" "${4-}"
+}
+consent() { # BASE JAR DECISION CLIENT REDIRECT [NAME=VALUE...]: status of the page's POST; the URL in $TMP/body
+    local base=$1 jar=$2 decision=$3 client=$4 redirect=$5
+    shift 5
+    local cookie=()
+    [ -n "$jar" ] && cookie=(-b "$jar")
+    oreq POST "$base/oauth/authorize" "${cookie[@]}" -H 'Content-Type: application/json' --data-binary \
+        "$(jsonof response_type=code "client_id=$client" "redirect_uri=$redirect" "code_challenge=$CHALLENGE" \
+            code_challenge_method=S256 "state=$STATE" "decision=$decision" "$@")"
+}
+exchange() { # BASE CODE VERIFIER CLIENT REDIRECT [CURL ARGS]: status of the token request
+    local base=$1 code=$2 verifier=$3 client=$4 redirect=$5
+    shift 5
+    oreq POST "$base/oauth/token" --data-urlencode grant_type=authorization_code --data-urlencode "code=$code" \
+        --data-urlencode "code_verifier=$verifier" --data-urlencode "client_id=$client" --data-urlencode "redirect_uri=$redirect" "$@"
+}
+refresh() { # BASE REFRESH_TOKEN CLIENT [CURL ARGS]: status of a refresh
+    local base=$1 token=$2 client=$3
+    shift 3
+    oreq POST "$base/oauth/token" --data-urlencode grant_type=refresh_token --data-urlencode "refresh_token=$token" \
+        --data-urlencode "client_id=$client" "$@"
+}
+sign_in() { # BASE JAR CLIENT REDIRECT [NAME=VALUE...]: consent and exchange; sets CODE, ACCESS, REFRESH (empty on failure)
+    local base=$1 jar=$2 client=$3 redirect=$4
+    shift 4
+    pkce
+    CODE= ACCESS= REFRESH=
+    consent "$base" "$jar" allow "$client" "$redirect" "$@" >/dev/null
+    CODE=$(qparam "$(json redirect)" code)
+    [ -n "$CODE" ] || return 1
+    exchange "$base" "$CODE" "$VERIFIER" "$client" "$redirect" >/dev/null
+    ACCESS=$(json access_token)
+    REFRESH=$(json refresh_token)
+    SECRETS+=("$CODE" "$ACCESS" "$REFRESH")
+}
+vfy() { verify "$1" "198.18.$((RANDOM % 250)).$((RANDOM % 250))"; } # agent/verify from a fresh address
+sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+past() { # KIND SHA256 FIELD: sets FIELD of the record to a time in the past
+    php -r '$f = $argv[1]; $d = json_decode(file_get_contents($f), true); $d[$argv[2]] = time() - 1; file_put_contents($f, json_encode($d));' \
+        "$HOSTAPI_DATA/$1/$2.json" "$3"
+}
+# serve LOG [NAME=VALUE...] -- PHP -S ARGS: starts another `php -S 127.0.0.1:0` as its own group; sets SERVED_PORT
+serve() {
+    local log=$1
+    shift
+    local vars=()
+    while [ "$1" != -- ]; do vars+=("$1"); shift; done
+    shift
+    set -m
+    env "${vars[@]}" PHP_CLI_SERVER_WORKERS=2 php -S 127.0.0.1:0 "$@" >"$log" 2>&1 &
+    EXTRA_PIDS+=($!)
+    set +m
+    SERVED_PORT=
+    for _ in $(seq 1 500); do
+        SERVED_PORT=$(grep -o -m1 'Development Server (http://127\.0\.0\.1:[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$')
+        [ -n "$SERVED_PORT" ] && return 0
+        sleep 0.02
+    done
+    echo "php -S did not start:"
+    cat "$log"
+    exit 1
+}
+
+"$CLI" user:add dana 'dana-pw' 2>/dev/null
+D="$TMP/dana.jar"
+login dana dana-pw "$D" >/dev/null
+
+# -- metadata (RFC 8414)
+check "metadata: 200" 200 "$(oreq GET "$ORIGIN/.well-known/oauth-authorization-server")"
+check_match "metadata is application/json" '^application/json' "$(header content-type)"
+check "metadata may be read from any origin (CORS)" '*' "$(header access-control-allow-origin)"
+check "metadata has exactly the fields of HOST-API.md (and revocation_endpoint_auth_methods_supported)" \
+    'authorization_endpoint authorization_response_iss_parameter_supported client_id_metadata_document_supported code_challenge_methods_supported grant_types_supported issuer registration_endpoint response_types_supported revocation_endpoint revocation_endpoint_auth_methods_supported token_endpoint token_endpoint_auth_methods_supported' \
+    "$(php -r '$k = array_keys(json_decode(file_get_contents($argv[1]), true)); sort($k); echo implode(" ", $k);' "$TMP/body")"
+check "metadata: issuer is the request's origin" "$ORIGIN" "$(json issuer)"
+check "metadata: endpoints under /oauth/" "$ORIGIN/oauth/authorize $ORIGIN/oauth/token $ORIGIN/oauth/register $ORIGIN/oauth/revoke" \
+    "$(json authorization_endpoint) $(json token_endpoint) $(json registration_endpoint) $(json revocation_endpoint)"
+check "metadata: code, both grants, S256, public clients" \
+    '["code"] ["authorization_code","refresh_token"] ["S256"] ["none"] ["none"]' \
+    "$(json response_types_supported) $(json grant_types_supported) $(json code_challenge_methods_supported) $(json token_endpoint_auth_methods_supported) $(json revocation_endpoint_auth_methods_supported)"
+check "metadata: client ID metadata documents and iss supported" "1 1" \
+    "$(json client_id_metadata_document_supported) $(json authorization_response_iss_parameter_supported)"
+check "metadata: POST is 405" 405 "$(oreq POST "$ORIGIN/.well-known/oauth-authorization-server")"
+check "an unknown /oauth/ path: 404" 404 "$(oreq GET "$ORIGIN/oauth/nothing")"
+check "the editor page is still served beside the router script" 200 "$(oreq GET "$ORIGIN/editor/")"
+check "the API is still served beside the router script" 200 "$(oreq GET "$ORIGIN/api/index.php?r=relay-config")"
+check "a CORS preflight of the registration endpoint: 204" 204 \
+    "$(oreq OPTIONS "$ORIGIN/oauth/register" -H 'Origin: https://inspector.example' -H 'Access-Control-Request-Method: POST')"
+check_match "the preflight allows Content-Type and MCP-Protocol-Version" 'Content-Type.*MCP-Protocol-Version' "$(header access-control-allow-headers)"
+
+# -- dynamic registration (RFC 7591)
+register() { oreq POST "$ORIGIN/oauth/register" -H 'Content-Type: application/json' --data-binary "$1"; }
+R1=http://127.0.0.1/callback
+R2='https://app.example/cb?from=oauth'
+check "register a client: 201" 201 "$(register "{\"client_name\":\"Test client\",\"redirect_uris\":[\"$R1\",\"$R2\"],\"grant_types\":[\"authorization_code\",\"refresh_token\"],\"response_types\":[\"code\"],\"token_endpoint_auth_method\":\"none\"}")"
+CID=$(json client_id)
+check_match "client_id is dyn_ + 32 hex" '^dyn_[0-9a-f]{32}$' "$CID"
+check_match "the answer has client_id_issued_at and the metadata" '^[0-9]+ Test client none \["code"\]$' \
+    "$(json client_id_issued_at) $(json client_name) $(json token_endpoint_auth_method) $(json response_types)"
+check "registration answers any origin (CORS)" '*' "$(header access-control-allow-origin)"
+check "register an http redirect off loopback: 400 invalid_redirect_uri" "400 invalid_redirect_uri" \
+    "$(register '{"redirect_uris":["http://app.example/cb"]}') $(json error)"
+check "register a redirect with a fragment: 400 invalid_redirect_uri" "400 invalid_redirect_uri" \
+    "$(register '{"redirect_uris":["https://app.example/cb#x"]}') $(json error)"
+check "register a javascript: redirect: 400 invalid_redirect_uri" "400 invalid_redirect_uri" \
+    "$(register '{"redirect_uris":["javascript:alert(1)"]}') $(json error)"
+check "register without redirect_uris: 400 invalid_redirect_uri" "400 invalid_redirect_uri" "$(register '{"client_name":"x"}') $(json error)"
+check "register a confidential client (client_secret_basic): 400 invalid_client_metadata" "400 invalid_client_metadata" \
+    "$(register "{\"redirect_uris\":[\"$R1\"],\"token_endpoint_auth_method\":\"client_secret_basic\"}") $(json error)"
+check "register with grant client_credentials: 400 invalid_client_metadata" "400 invalid_client_metadata" \
+    "$(register "{\"redirect_uris\":[\"$R1\"],\"grant_types\":[\"client_credentials\"]}") $(json error)"
+check "register with a 101-character name: 400 invalid_client_metadata" "400 invalid_client_metadata" \
+    "$(register "{\"redirect_uris\":[\"$R1\"],\"client_name\":\"$(printf 'n%.0s' $(seq 101))\"}") $(json error)"
+check "register with malformed JSON: 400 invalid_client_metadata" "400 invalid_client_metadata" "$(register '{') $(json error)"
+check "register a native app's private-use scheme: 201" 201 "$(register '{"redirect_uris":["com.example.app:/oauth/cb"]}')"
+check "register a client that will stay unused: 201" 201 "$(register "{\"redirect_uris\":[\"$R1\"]}")"
+STALE=$(json client_id)
+php -r '$f = $argv[1]; $d = json_decode(file_get_contents($f), true); $d["createdAt"] = time() - 86401; file_put_contents($f, json_encode($d));' \
+    "$HOSTAPI_DATA/oauth-clients/$STALE.json"
+rm -f "$HOSTAPI_DATA/stamps/purge-oauth-clients" # the hourly purge is due
+register "{\"redirect_uris\":[\"$R1\"]}" >/dev/null
+check "a registration never used for a day is purged" no "$([ -f "$HOSTAPI_DATA/oauth-clients/$STALE.json" ] && echo yes || echo no)"
+php -r 'for ($i = 0; $i < 10000; $i++) { file_put_contents(sprintf("%s/dyn_fill%05d.json", $argv[1], $i), "{\"createdAt\":" . time() . "}"); }' \
+    "$HOSTAPI_DATA/oauth-clients"
+check "registration 10,001: 503" "503 temporarily_unavailable" "$(register "{\"redirect_uris\":[\"$R1\"]}") $(json error)"
+rm -f "$HOSTAPI_DATA"/oauth-clients/dyn_fill*.json
+
+# -- the authorization endpoint: what is shown on the page, what goes back to the client
+pkce
+check "authorize for an unknown client: 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" dyn_00000000000000000000000000000000 "$R1")")"
+check "... HTML, no redirect" "text/html;charset=utf-8 " "$(header content-type) $(header location)"
+check_match "... saying why" 'Unknown client_id' "$(body)"
+check "authorize with a redirect URI the client did not register: 400 page" "400 " \
+    "$(oreq GET "$(authz "$ORIGIN" "$CID" https://evil.example/cb)") $(header location)"
+check "authorize with a registered https redirect on another path: 400 page" 400 \
+    "$(oreq GET "$(authz "$ORIGIN" "$CID" 'https://app.example/cb?from=other')")"
+check "authorize with a loopback redirect on another port (RFC 8252): 200" 200 "$(oreq GET "$(authz "$ORIGIN" "$CID" http://127.0.0.1:53123/callback)")"
+check "... without a session: the sign-in form" 3 "$(grep -oE 'id="(username|password|login)"' "$TMP/body" | wc -l)"
+check_match "... names the client, unverified" 'id="client-name">Test client \(unverified\)' "$(body)"
+check "the page may not be framed" "DENY" "$(header x-frame-options)"
+csp=$(grep -i '^content-security-policy:' "$TMP/headers")
+check_match "... its CSP forbids framing" "frame-ancestors 'none'" "$csp"
+check_match "... and allows only its own script (by hash), nothing else" "default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+';" "$csp"
+check "... no-store, no referrer, no CORS" "no-store no-referrer " \
+    "$(header cache-control) $(header referrer-policy) $(header access-control-allow-origin)"
+check "authorize with a loopback redirect on another path: 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "$CID" http://127.0.0.1:53123/other)")"
+NOPKCE="$ORIGIN/oauth/authorize?response_type=code&client_id=$CID&redirect_uri=$(urlenc "$R1")&state=$(urlenc "$STATE")"
+check "authorize without PKCE: 302" 302 "$(oreq GET "$NOPKCE")"
+LOC=$(header location)
+check "... to the redirect URI with invalid_request, the state and iss" "$R1 invalid_request $STATE $ORIGIN" \
+    "${LOC%%\?*} $(qparam "$LOC" error) $(qparam "$LOC" state) $(qparam "$LOC" iss)"
+check_match "... saying PKCE is required" 'PKCE is required' "$(qparam "$LOC" error_description)"
+oreq GET "$NOPKCE&code_challenge=$CHALLENGE&code_challenge_method=plain" >/dev/null
+check "authorize with code_challenge_method=plain: invalid_request" invalid_request "$(qparam "$(header location)" error)"
+oreq GET "$NOPKCE&code_challenge=$CHALLENGE" >/dev/null
+check "authorize without code_challenge_method (plain): invalid_request" invalid_request "$(qparam "$(header location)" error)"
+oreq GET "$NOPKCE&code_challenge=short&code_challenge_method=S256" >/dev/null
+check "authorize with a malformed challenge: invalid_request" invalid_request "$(qparam "$(header location)" error)"
+oreq GET "$(authz "$ORIGIN" "$CID" "$R1" '&resource=relay')" >/dev/null
+check "authorize with a resource that is no URL: invalid_target" invalid_target "$(qparam "$(header location)" error)"
+oreq GET "$(authz "$ORIGIN" "$CID" "$R1" "&resource=$(urlenc 'https://relay.example.org/mcp#x')")" >/dev/null
+check "authorize with a resource with a fragment: invalid_target" invalid_target "$(qparam "$(header location)" error)"
+oreq GET "$(authz "$ORIGIN" "$CID" "$R1" '&response_type=token')" >/dev/null
+check "authorize with response_type twice: invalid_request" invalid_request "$(qparam "$(header location)" error)"
+oreq GET "${NOPKCE/response_type=code/response_type=token}&code_challenge=$CHALLENGE&code_challenge_method=S256" >/dev/null
+check "authorize with response_type=token: unsupported_response_type" unsupported_response_type "$(qparam "$(header location)" error)"
+oreq GET "$(authz "$ORIGIN" "$CID" "$R2" '&code_challenge_method=plain')" >/dev/null
+check_match "an error for a redirect URI with a query: appended with &" '^https://app\.example/cb\?from=oauth&error=invalid_request&' "$(header location)"
+check "authorize with a state over 1024 characters: 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "$CID" "$R1")$(printf 's%.0s' $(seq 1025))")"
+RES=https://relay.example.org/mcp
+check "authorize with a session: 200" 200 "$(oreq GET "$(authz "$ORIGIN" "$CID" "$R1" "&resource=$(urlenc "$RES")")" -b "$D")"
+check "... the consent screen: client, redirect, account, allow, deny" 5 "$(grep -oE 'id="(client-name|redirect-uri|account|allow|deny)"' "$TMP/body" | wc -l)"
+check_match "... for dana's account" 'id="account">dana<' "$(body)"
+check_match "... that says what the agent may do" 'see and change what you see' "$(body)"
+
+# -- the consent (the page's POST, JSON)
+check "consent without a session: 401" 401 "$(consent "$ORIGIN" '' allow "$CID" "$R1")"
+check "consent as a cross-site form, with the cookie: 415" 415 \
+    "$(oreq POST "$ORIGIN/oauth/authorize" -b "$D" --data-urlencode "client_id=$CID" --data-urlencode "redirect_uri=$R1" --data-urlencode decision=allow)"
+check "consent with neither allow nor deny: 400 invalid_request" "400 invalid_request" "$(consent "$ORIGIN" "$D" maybe "$CID" "$R1") $(json error)"
+check "consent for a redirect URI the client did not register: 400" "400 " "$(consent "$ORIGIN" "$D" allow "$CID" https://evil.example/cb) $(json redirect)"
+check "consent answers no CORS" "" "$(header access-control-allow-origin)"
+check "deny: 200" 200 "$(consent "$ORIGIN" "$D" deny "$CID" "$R1")"
+LOC=$(json redirect)
+check "... back with access_denied, the state and iss" "$R1 access_denied $STATE $ORIGIN" \
+    "${LOC%%\?*} $(qparam "$LOC" error) $(qparam "$LOC" state) $(qparam "$LOC" iss)"
+check "allow: 200" 200 "$(consent "$ORIGIN" "$D" allow "$CID" "$R1" "resource=$RES")"
+LOC=$(json redirect)
+CODE=$(qparam "$LOC" code)
+SECRETS+=("$CODE")
+check_match "... back with a code (256 bits, base64url), the state and iss" "^$R1 [A-Za-z0-9_-]{43} $STATE $ORIGIN\$" \
+    "${LOC%%\?*} $CODE $(qparam "$LOC" state) $(qparam "$LOC" iss)"
+check "the code is kept as its SHA-256 only" yes "$([ -f "$HOSTAPI_DATA/oauth-codes/$(sha "$CODE").json" ] && echo yes)"
+
+# -- the token endpoint
+GOOD_VERIFIER=$VERIFIER
+check "token with a JSON body: 400 invalid_request" "400 invalid_request" \
+    "$(oreq POST "$ORIGIN/oauth/token" -H 'Content-Type: application/json' --data-binary '{"grant_type":"authorization_code"}') $(json error)"
+check "token without code_verifier: 400 invalid_request" "400 invalid_request" \
+    "$(oreq POST "$ORIGIN/oauth/token" --data-urlencode grant_type=authorization_code --data-urlencode "code=$CODE" --data-urlencode "client_id=$CID" --data-urlencode "redirect_uri=$R1") $(json error)"
+check "token with grant_type=password: 400 unsupported_grant_type" "400 unsupported_grant_type" \
+    "$(oreq POST "$ORIGIN/oauth/token" -d grant_type=password -d username=dana) $(json error)"
+check "token with a client_secret: 401 invalid_client" "401 invalid_client" \
+    "$(exchange "$ORIGIN" "$CODE" "$GOOD_VERIFIER" "$CID" "$R1" --data-urlencode client_secret=s) $(json error)"
+check "exchange the code: 200" 200 "$(exchange "$ORIGIN" "$CODE" "$GOOD_VERIFIER" "$CID" "$R1")"
+ACCESS=$(json access_token)
+REFRESH=$(json refresh_token)
+SECRETS+=("$ACCESS" "$REFRESH")
+check_match "... an agent token and a refresh token" '^fwa_[0-9a-f]{64} fwr_[0-9a-f]{64}$' "$ACCESS $REFRESH"
+check "... Bearer, for an hour" "Bearer 3600" "$(json token_type) $(json expires_in)"
+check "... no-store, any origin" "no-store *" "$(header cache-control) $(header access-control-allow-origin)"
+check "agent/verify of the access token: dana, for the resource asked for" "200 dana $RES" "$(vfy "$ACCESS") $(json user) $(json resource)"
+check "the same code again: 400 invalid_grant" "400 invalid_grant" "$(exchange "$ORIGIN" "$CODE" "$GOOD_VERIFIER" "$CID" "$R1") $(json error)"
+check "... which ends what the code gave (a used code is a stolen one)" 401 "$(vfy "$ACCESS")"
+check "... and its refresh token" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+
+sign_in "$ORIGIN" "$D" "$CID" "$R1" "resource=$RES"
+check "another sign-in: an agent token" 200 "$(vfy "$ACCESS")"
+pkce
+consent "$ORIGIN" "$D" allow "$CID" "$R1" >/dev/null
+C2=$(qparam "$(json redirect)" code)
+SECRETS+=("$C2")
+check "a wrong code_verifier: 400 invalid_grant" "400 invalid_grant" "$(exchange "$ORIGIN" "$C2" "${VERIFIER}x" "$CID" "$R1") $(json error)"
+check "... and the code is used up: the right one then fails too" "400 invalid_grant" "$(exchange "$ORIGIN" "$C2" "$VERIFIER" "$CID" "$R1") $(json error)"
+consent "$ORIGIN" "$D" allow "$CID" "$R1" >/dev/null
+C3=$(qparam "$(json redirect)" code)
+SECRETS+=("$C3")
+past oauth-codes "$(sha "$C3")" expiresAt
+check "a code past its 60 seconds: 400 invalid_grant" "400 invalid_grant" "$(exchange "$ORIGIN" "$C3" "$VERIFIER" "$CID" "$R1") $(json error)"
+consent "$ORIGIN" "$D" allow "$CID" "$R1" >/dev/null
+C4=$(qparam "$(json redirect)" code)
+SECRETS+=("$C4")
+check "a redirect_uri other than the request's: 400 invalid_grant" "400 invalid_grant" \
+    "$(exchange "$ORIGIN" "$C4" "$VERIFIER" "$CID" http://127.0.0.1:9/callback) $(json error)"
+consent "$ORIGIN" "$D" allow "$CID" http://127.0.0.1:8123/callback >/dev/null
+C5=$(qparam "$(json redirect)" code)
+SECRETS+=("$C5")
+check "another client's client_id: 400 invalid_grant" "400 invalid_grant" \
+    "$(exchange "$ORIGIN" "$C5" "$VERIFIER" "$STALE" http://127.0.0.1:8123/callback) $(json error)"
+consent "$ORIGIN" "$D" allow "$CID" "$R1" "resource=$RES" >/dev/null
+C6=$(qparam "$(json redirect)" code)
+SECRETS+=("$C6")
+check "a resource other than the request's: 400 invalid_target" "400 invalid_target" \
+    "$(exchange "$ORIGIN" "$C6" "$VERIFIER" "$CID" "$R1" --data-urlencode resource=https://other.example/mcp) $(json error)"
+
+# -- what the person sees, refresh, reuse, revocation
+req GET agent-tokens '' -b "$D" >/dev/null
+check "agent-tokens lists the sign-in under the client's name" "1 Test client Test client" \
+    "$(php -r '$l = json_decode(file_get_contents($argv[1]), true); echo count($l), " ", $l[0]["name"], " ", $l[0]["client"];' "$TMP/body")"
+LISTED_ID=$(php -r 'echo json_decode(file_get_contents($argv[1]), true)[0]["id"];' "$TMP/body")
+check "refresh: 200" 200 "$(refresh "$ORIGIN" "$REFRESH" "$CID")"
+A2=$(json access_token)
+R2T=$(json refresh_token)
+SECRETS+=("$A2" "$R2T")
+check_match "... new tokens, both" '^fwa_[0-9a-f]{64} fwr_[0-9a-f]{64} new$' "$A2 $R2T $([ "$A2" != "$ACCESS" ] && [ "$R2T" != "$REFRESH" ] && echo new)"
+check "... the old access token: 401" 401 "$(vfy "$ACCESS")"
+check "... the new one: 200, same resource" "200 $RES" "$(vfy "$A2") $(json resource)"
+req GET agent-tokens '' -b "$D" >/dev/null
+check "... still one entry in the list, under the same id" "1 $LISTED_ID" \
+    "$(php -r '$l = json_decode(file_get_contents($argv[1]), true); echo count($l), " ", $l[0]["id"];' "$TMP/body")"
+check "refresh for another client_id: 400 invalid_grant" "400 invalid_grant" "$(refresh "$ORIGIN" "$R2T" "$STALE") $(json error)"
+past tokens "$(sha "$A2")" accessExpiresAt
+check "an access token past its hour: 401" 401 "$(vfy "$A2")"
+req GET agent-tokens '' -b "$D" >/dev/null
+check "... while the sign-in stays listed (a refresh renews it)" 1 "$(php -r 'echo count(json_decode(file_get_contents($argv[1]), true));' "$TMP/body")"
+statuses=
+for i in 1 2 3 4 5 6; do statuses+="$(verify "$A2" 198.51.100.77) "; done
+check "a lapsed access token is no guess: six from one address, 401 each, no lockout" "401 401 401 401 401 401 " "$statuses"
+check "... a good token from that address still works" 200 "$(verify "$TN" 198.51.100.77)"
+check "refresh after the hour: 200" 200 "$(refresh "$ORIGIN" "$R2T" "$CID")"
+A3=$(json access_token)
+R3T=$(json refresh_token)
+SECRETS+=("$A3" "$R3T")
+check "... the new access token works" 200 "$(vfy "$A3")"
+check "an old refresh token again (reuse): 400 invalid_grant" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+check "... the family's access token is dead" 401 "$(vfy "$A3")"
+check "... and its latest refresh token" "400 invalid_grant" "$(refresh "$ORIGIN" "$R3T" "$CID") $(json error)"
+req GET agent-tokens '' -b "$D" >/dev/null
+check "... and the list is empty" "[]" "$(body | tr -d '\n')"
+
+sign_in "$ORIGIN" "$D" "$CID" "$R1"
+check "a sign-in without a resource (none configured): verify names none" "200 " "$(vfy "$ACCESS") $(json resource)"
+check "revoke the refresh token (RFC 7009): 200" 200 "$(oreq POST "$ORIGIN/oauth/revoke" --data-urlencode "token=$REFRESH" --data-urlencode token_type_hint=refresh_token --data-urlencode "client_id=$CID")"
+check "... the access token is dead" 401 "$(vfy "$ACCESS")"
+check "... and the refresh token" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+sign_in "$ORIGIN" "$D" "$CID" "$R1"
+check "revoke by the access token: 200" 200 "$(oreq POST "$ORIGIN/oauth/revoke" --data-urlencode "token=$ACCESS" --data-urlencode "client_id=$CID")"
+check "... the family ends: refresh fails" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+locks=$(ls "$HOSTAPI_DATA/locks" | grep -c '^family-')
+check "a made-up refresh token: 400 invalid_grant" "400 invalid_grant" "$(refresh "$ORIGIN" "fwr_$(php -r 'echo bin2hex(random_bytes(32));')" "$CID") $(json error)"
+check "... which leaves no lock file behind" "$locks" "$(ls "$HOSTAPI_DATA/locks" | grep -c '^family-')"
+check "revoke an unknown token: 200" 200 "$(oreq POST "$ORIGIN/oauth/revoke" -d token=fwr_nothing)"
+check "revoke without a token: 400 invalid_request" "400 invalid_request" "$(oreq POST "$ORIGIN/oauth/revoke" -d client_id=x) $(json error)"
+sign_in "$ORIGIN" "$D" "$CID" "$R1"
+req GET agent-tokens '' -b "$D" >/dev/null
+FLOW_ID=$(php -r 'echo json_decode(file_get_contents($argv[1]), true)[0]["id"] ?? "";' "$TMP/body")
+check "DELETE agent-tokens/{id} of a sign-in: 204" 204 "$(req DELETE "agent-tokens/$FLOW_ID" '' -b "$D")"
+check "... its access token: 401" 401 "$(vfy "$ACCESS")"
+check "... and the client cannot refresh its way back" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+sign_in "$ORIGIN" "$D" "$CID" "$R1"
+"$CLI" user:passwd dana 'dana-pw-2' 2>/dev/null
+check "after dana's password change her client's refresh: 400 invalid_grant" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+check "... and its access token: 401" 401 "$(vfy "$ACCESS")"
+login dana dana-pw-2 "$D" >/dev/null
+sign_in "$ORIGIN" "$D" "$CID" "$R1"
+"$CLI" user:del dana 2>/dev/null
+check "after dana's account is deleted her client's refresh: 400 invalid_grant" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+
+# -- the limit of 20 tokens (alice has 20 from the limits above)
+login alice alice-pw-2 "$A" >/dev/null
+pkce
+check "consent for an account with 20 tokens: back with access_denied" "200 access_denied" \
+    "$(consent "$ORIGIN" "$A" allow "$CID" "$R1") $(qparam "$(json redirect)" error)"
+req GET agent-tokens '' -b "$A" >/dev/null
+req DELETE "agent-tokens/$(php -r 'echo json_decode(file_get_contents($argv[1]), true)[0]["id"];' "$TMP/body")" '' -b "$A" >/dev/null
+consent "$ORIGIN" "$A" allow "$CID" "$R1" >/dev/null
+C7=$(qparam "$(json redirect)" code)
+SECRETS+=("$C7")
+mint "$A" twentieth >/dev/null
+check "a code exchanged when the account has 20 tokens: 400 access_denied" "400 access_denied" \
+    "$(exchange "$ORIGIN" "$C7" "$VERIFIER" "$CID" "$R1") $(json error)"
+check_match "... saying what to do" 'delete one in Agent tokens first' "$(json error_description)"
+
+# -- client ID metadata documents, from a third php -S; a second host API allows http on loopback
+DOCS="$TMP/docs"
+mkdir -p "$DOCS"
+serve "$TMP/docs.log" -- -t "$DOCS"
+DOCS_URL="http://127.0.0.1:$SERVED_PORT"
+doc() { # FILE CLIENT_ID [EXTRA JSON MEMBERS]
+    printf '{"client_id":"%s","client_name":"Doc Client","redirect_uris":["http://127.0.0.1/callback"]%s}\n' "$2" "${3-}" >"$DOCS/$1"
+}
+doc good.json "$DOCS_URL/good.json"
+doc big.json "$DOCS_URL/big.json" ",\"padding\":\"$(head -c 17000 /dev/zero | tr '\0' 'x')\""
+doc other.json "$DOCS_URL/someone-else.json"
+printf '<?php sleep(8); header("Content-Type: application/json"); echo "{}";\n' >"$DOCS/slow.php"
+printf '<?php header("Location: /good.json", true, 302);\n' >"$DOCS/moved.php"
+RESOURCES="https://relay.example.org/mcp https://relay2.example.org/mcp"
+serve "$TMP/server2.log" HOSTAPI_OAUTH_HTTP_LOOPBACK=1 "HOSTAPI_RESOURCES=$RESOURCES" HOSTAPI_ISSUER=https://app.example.org/ \
+    HOSTAPI_ACCESS_TOKEN_SECONDS=120 -- -t "$HOSTAPI/public" "$HOSTAPI/serve.php"
+LOOP="http://127.0.0.1:$SERVED_PORT"
+"$CLI" user:add erin 'erin-pw' 2>/dev/null
+E="$TMP/erin.jar"
+req POST login '{"username":"erin","password":"erin-pw"}' -c "$E" >/dev/null
+CB=http://127.0.0.1:40001/callback
+pkce
+check "a metadata document over http without the loopback flag: 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "$DOCS_URL/good.json" "$CB")" -b "$E")"
+check_match "... saying https" 'must be served over https' "$(body)"
+check "with the flag: HOSTAPI_ISSUER is the issuer (its trailing / dropped)" "200 https://app.example.org" \
+    "$(oreq GET "$LOOP/.well-known/oauth-authorization-server") $(json issuer)"
+check "a good metadata document: the consent screen" 200 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/good.json" "$CB")" -b "$E")"
+check_match "... with the document's name and its host" 'id="client-name">Doc Client \(127\.0\.0\.1\)<' "$(body)"
+check "... the document is cached, by the SHA-256 of its URL" yes \
+    "$([ -f "$HOSTAPI_DATA/oauth-metadata/$(sha "$DOCS_URL/good.json").json" ] && echo yes)"
+check "a redirect URI the document does not list: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/good.json" https://evil.example/cb)" -b "$E")"
+sign_in "$LOOP" "$E" "$DOCS_URL/good.json" "$CB"
+check "sign in with the document's client: an access token for HOSTAPI_ACCESS_TOKEN_SECONDS" "fwa_ 120" "${ACCESS:0:4} $(json expires_in)"
+check "... whose resource is the first of HOSTAPI_RESOURCES" "200 erin https://relay.example.org/mcp" "$(vfy "$ACCESS") $(json user) $(json resource)"
+consent "$LOOP" "$E" allow "$DOCS_URL/good.json" "$CB" >/dev/null
+check "... and the redirect carries iss = HOSTAPI_ISSUER" https://app.example.org "$(qparam "$(json redirect)" iss)"
+check "a configured second resource: allowed" "200 yes" \
+    "$(consent "$LOOP" "$E" allow "$DOCS_URL/good.json" "$CB" resource=https://relay2.example.org/mcp) $([ -n "$(qparam "$(json redirect)" code)" ] && echo yes)"
+check "a resource not in HOSTAPI_RESOURCES: invalid_target" "200 invalid_target" \
+    "$(consent "$LOOP" "$E" allow "$DOCS_URL/good.json" "$CB" resource=https://relay.example.org/other) $(qparam "$(json redirect)" error)"
+TE2=$("$CLI" token:mint erin)
+SECRETS+=("$TE2")
+check "a dialog token's resource: the first of HOSTAPI_RESOURCES" "200 https://relay.example.org/mcp" \
+    "$(oreq POST "$LOOP/api/index.php?r=agent/verify" -H @"$TMP/key.header" -H 'Content-Type: application/json' \
+        --data-binary "{\"token\":\"$TE2\",\"address\":\"198.19.0.1\"}") $(json resource)"
+check "a document over 16 KiB: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/big.json" "$CB")" -b "$E")"
+check_match "... saying so" 'larger than 16 KiB' "$(body)"
+check "a document whose client_id is another URL: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/other.json" "$CB")" -b "$E")"
+check_match "... saying so" 'names another client_id' "$(body)"
+check "a document URL that redirects: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/moved.php" "$CB")" -b "$E")"
+check_match "... saying redirects are not followed" 'redirects are not followed' "$(body)"
+check "a missing document: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/none.json" "$CB")" -b "$E")"
+started=$(date +%s)
+check "a document that takes 8 seconds: 400 page (our own wait is bounded at 15 s)" 400 \
+    "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/slow.php" "$CB")" -b "$E" --max-time 15)"
+took=$(($(date +%s) - started))
+check_match "... the server gave up by itself, after about 5 seconds" '^[4-7]$' "$took"
+check_match "... saying so" 'longer than 5 seconds' "$(body)"
+check "the lock files of families are those of live families" \
+    "$(ls "$HOSTAPI_DATA/oauth-families" | sed 's/\.json$//' | sort | tr '\n' ' ')" \
+    "$(ls "$HOSTAPI_DATA/locks" | grep '^family-' | sed 's/^family-//; s/\.lock$//' | sort | tr '\n' ' ')"
+
 # ---- nothing secret on disk or in the log --------------------------------------------------------------
 leaks=0
-for secret in "$T1" "$T2" "$T3" "$TC" "$TN" "$TK" "$TB" "$KEY"; do
-    grep -rqF -- "$secret" "$HOSTAPI_DATA" "$TMP/server.log" && leaks=$((leaks + 1))
+for secret in "$T1" "$T2" "$T3" "$TC" "$TN" "$TK" "$TB" "$KEY" "${SECRETS[@]}"; do
+    [ -n "$secret" ] || continue
+    grep -rqF -- "$secret" "$HOSTAPI_DATA" "$TMP/server.log" "$TMP/server2.log" && leaks=$((leaks + 1))
 done
-check "no token, ticket or key in the data records or the server log" 0 "$leaks"
-check "no PHP warnings or errors in the server log" 0 "$(grep -ciE 'php (warning|notice|fatal|deprecated)|hostapi:' "$TMP/server.log")"
-grep -iE 'php (warning|notice|fatal|deprecated)|hostapi:' "$TMP/server.log" | head -5
+check "no token, refresh token, code, ticket or key in the data records or the server logs" 0 "$leaks"
+check "the OAuth checks saw secrets to look for" yes "$([ "${#SECRETS[@]}" -gt 20 ] && echo yes)"
+check "no PHP warnings or errors in the server logs" 0 "$(cat "$TMP/server.log" "$TMP/server2.log" | grep -ciE 'php (warning|notice|fatal|deprecated)|hostapi:')"
+cat "$TMP/server.log" "$TMP/server2.log" | grep -iE 'php (warning|notice|fatal|deprecated)|hostapi:' | head -5
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

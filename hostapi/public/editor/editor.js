@@ -644,7 +644,9 @@
   }
 
   // The account's tokens: created, expires, last used, and Revoke (which stops the token at
-  // the agent's next request: the relay is told at once, HOST-API.md).
+  // the agent's next request: the relay is told at once, HOST-API.md). A token that an agent
+  // got by signing in (OAuth) carries its client's name and is marked "signed in"; revoking it
+  // signs that agent out for good (it cannot refresh its way back).
   async function listTokens() {
     let tokens;
     try {
@@ -658,7 +660,17 @@
     ui.tokenList.textContent = '';
     for (const t of Array.isArray(tokens) ? tokens : []) {
       const row = document.createElement('tr');
-      for (const cell of [t.name, when(t.createdAt), when(t.expiresAt), when(t.usedAt)]) {
+      const label = t.client || t.name;
+      const name = document.createElement('td');
+      name.textContent = label;
+      if (t.client) {
+        const how = document.createElement('span');
+        how.className = 'muted small';
+        how.textContent = ' — signed in';
+        name.appendChild(how);
+      }
+      row.appendChild(name);
+      for (const cell of [when(t.createdAt), when(t.expiresAt), when(t.usedAt)]) {
         const td = document.createElement('td');
         td.textContent = String(cell);
         row.appendChild(td);
@@ -667,14 +679,14 @@
       const revoke = document.createElement('button');
       revoke.type = 'button';
       revoke.textContent = 'Revoke';
-      revoke.setAttribute('aria-label', 'Revoke ' + t.name);
+      revoke.setAttribute('aria-label', 'Revoke ' + label);
       revoke.addEventListener('click', async () => {
         revoke.disabled = true;
         try {
           await api('agent-tokens/' + Number(t.id), 'DELETE');
         } catch (e) {
           if (e.status === 401) return sessionLost();
-          ui.tokenError.textContent = 'Could not revoke "' + t.name + '": ' + e.message;
+          ui.tokenError.textContent = 'Could not revoke "' + label + '": ' + e.message;
           ui.tokenError.hidden = false;
         }
         listTokens();

@@ -3,7 +3,7 @@
 // API on loopback, no traffic elsewhere.
 import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,8 +82,22 @@ export class ClaudeCode {
     });
   }
 
-  // Starts a command that talks on its standard input and output (the caller ends it).
-  spawn(args) {
-    return spawn(claudeBin, args, { cwd: this.project, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  // Removes its HOME and project folders.
+  remove() {
+    rmSync(this.home, { recursive: true, force: true });
+    rmSync(this.project, { recursive: true, force: true });
+  }
+
+  // Starts a command that talks on its standard input and output (the caller ends it). With
+  // tty, on a pseudo-terminal (util-linux's script), wide enough that no line is wrapped: what
+  // asks the person something (`claude mcp login --no-browser`) refuses to run without one.
+  spawn(args, { tty = false } = {}) {
+    if (!tty) {
+      return spawn(claudeBin, args, { cwd: this.project, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    }
+    const quoted = [claudeBin, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+    return spawn('script', ['-qfec', `stty cols 4000 rows 50; exec ${quoted}`, '/dev/null'], {
+      cwd: this.project, env: this.env, stdio: ['pipe', 'pipe', 'pipe'],
+    });
   }
 }

@@ -146,7 +146,7 @@ export function startProcess(name, command, args, options = {}) {
 
 // The reference host API under `php -S` on port 0, with its own data folder.
 export async function startHostApi(dir, relayKeyFile, env = {}, port = 0) {
-  const proc = startProcess('hostapi', 'php', ['-S', `127.0.0.1:${port}`, '-t', join(hostapiDir, 'public')], {
+  const proc = startProcess('hostapi', 'php', ['-S', `127.0.0.1:${port}`, '-t', join(hostapiDir, 'public'), join(hostapiDir, 'serve.php')], {
     env: { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile, ...env },
     group: true,
   });
@@ -204,7 +204,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     }
   };
   try {
-    const hostapiEnv = { HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile };
+    hostapiEnv = { ...hostapiEnv, HOSTAPI_DATA: join(dir, 'hostapi-data'), HOSTAPI_RELAY_KEY_FILE: relayKeyFile };
     // "name" or "name:role" (the account's role, which its tokens and tabs carry).
     for (const entry of users) {
       const [user, role] = entry.split(':');
