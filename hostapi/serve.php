@@ -22,13 +22,4 @@ ini_set('default_mimetype', ''); // no Content-Type unless there is a body
 header_remove('X-Powered-By');
 require_once __DIR__ . '/src/bootstrap.php';
 
-try {
-    $response = (new OAuthServer(Store::fromEnv()))->handle(Request::fromGlobals(), $path);
-} catch (HttpError $e) {
-    $response = Response::error($e);
-} catch (\Throwable $e) {
-    // The message names files and hashes at most, never a token, code or key.
-    error_log('hostapi: ' . get_class($e) . ': ' . $e->getMessage() . ' at ' . $e->getFile() . ':' . $e->getLine());
-    $response = Response::error(new HttpError(500, 'internal error'));
-}
-$response->send();
+serve(fn(Request $request): Response => (new OAuthServer(Store::fromEnv()))->handle($request, $path));

@@ -158,6 +158,26 @@ final class Request
     }
 }
 
+/**
+ * Answers one request with what $handle returns: an HttpError becomes its status and message,
+ * anything else thrown a 500 whose log line names files and hashes at most, never a token,
+ * ticket, code or key.
+ *
+ * @param callable(Request):Response $handle
+ */
+function serve(callable $handle): void
+{
+    try {
+        $response = $handle(Request::fromGlobals());
+    } catch (HttpError $e) {
+        $response = Response::error($e);
+    } catch (\Throwable $e) {
+        error_log('hostapi: ' . get_class($e) . ': ' . $e->getMessage() . ' at ' . $e->getFile() . ':' . $e->getLine());
+        $response = Response::error(new HttpError(500, 'internal error'));
+    }
+    $response->send();
+}
+
 /** Timestamps in answers: ISO 8601, UTC, seconds. */
 function iso(?int $t): ?string
 {

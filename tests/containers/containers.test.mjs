@@ -15,7 +15,9 @@ import { randomBytes } from 'node:crypto';
 import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { repoRoot, waitUntil } from '../e2e/lib/stack.mjs';
+import { MemoryProvider, personAt } from '../e2e/lib/oauth.mjs';
 // Compose publishes fixed host ports: ones the OS has free now are picked for the run.
 import { freePort } from '../e2e/lib/nginx.mjs';
 
@@ -235,6 +237,34 @@ test('an agent calls the editor open in Chromium through nginx, on another gatew
   assert.ok(elsewhere > 0, 'calls reached the tab through a gateway other than its own');
 });
 
+test('agents sign in: behind nginx the relay names its public URL; the SDK client signs in in Chromium and calls the editor', { skip: !existsSync(CHROMIUM) && 'no Chromium' }, async () => {
+  if (!page) await openEditor();  // when this test runs alone
+  // compose.yml's public URL and issuer: what agents and people use, not a container's name.
+  const publicUrl = `http://localhost:${ports.http}/mcp`;
+  const issuer = `http://localhost:${ports.hostapi}`;
+  const metadataUrl = `http://localhost:${ports.http}/.well-known/oauth-protected-resource/mcp`;
+  const metadata = await (await fetch(metadataUrl)).json();
+  assert.equal(metadata.resource, publicUrl);
+  assert.deepEqual(metadata.authorization_servers, [issuer]);
+  const bare = await fetch(publicUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+  assert.equal(bare.status, 401);
+  assert.equal(bare.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}"`);
+  assert.equal((await (await fetch(`${issuer}/.well-known/oauth-authorization-server`)).json()).issuer, issuer);
+
+  const provider = new MemoryProvider('Containers agent');
+  const transport = () => new StreamableHTTPClientTransport(new URL(publicUrl), { authProvider: provider });
+  const refused = new Client({ name: 'containers-signin', version: '1.0.0' });
+  await assert.rejects(refused.connect(transport()), UnauthorizedError);
+  const back = await personAt(browser, provider.authorizationUrls[0], { user: 'demo', password: env.DEMO_PASSWORD });
+  assert.equal(back.searchParams.get('iss'), issuer);
+  await transport().finishAuth(back.searchParams.get('code'));
+  const agent = new Client({ name: 'containers-signin', version: '1.0.0' });
+  agents.push(agent);
+  await agent.connect(transport());
+  const view = await agent.callTool({ name: 'get_view', arguments: {} });
+  assert.equal(view.structuredContent.title, 'Containers');
+});
+
 test('relayctl from the ops profile sees every shard; the routers answer gRPC reflection', () => {
   const tabs = relayctl('tabs');
   assert.match(tabs, /demo/);
@@ -288,6 +318,7 @@ test('every gateway restarted in turn under a steady load: no call lost', { skip
   const token = await mintToken('rolling');
   let stop = false;
   const counts = { answered: 0, refusedBeforeWork: 0, lost: 0 };
+  const refusedByStatus = {};
   const lostWhy = [];
   const slowest = [];  // [ms, HTTP status] of every answer, for the figures
   // Raw 2026-07-28 calls, each on a fresh connection through nginx: a 503 from a draining
@@ -314,7 +345,11 @@ test('every gateway restarted in turn under a steady load: no call lost', { skip
         slowest.push([Date.now() - sent, res.status]);
         if (res.status === 503 || res.status === 502 || res.status === 504) {
           counts.refusedBeforeWork++;
+          refusedByStatus[res.status] = (refusedByStatus[res.status] ?? 0) + 1;
           await res.arrayBuffer();
+          // A client backs off before it sends again (the 503 says Retry-After: 1; less here,
+          // so that the load stays steady).
+          await new Promise((resolve) => setTimeout(resolve, 50));
           continue;
         }
         const body = await res.json();
@@ -358,6 +393,7 @@ test('every gateway restarted in turn under a steady load: no call lost', { skip
   figures['rolling restart: calls answered'] = counts.answered;
   figures['rolling restart: sent again after a refusal'] = counts.refusedBeforeWork;
   figures['rolling restart: calls lost'] = counts.lost;
+  figures['rolling restart: refusals by HTTP status'] = JSON.stringify(refusedByStatus);
   assert.equal(counts.lost, 0, lostWhy.join('\n'));
   slowest.sort((x, y) => y[0] - x[0]);
   figures['rolling restart: slowest answers (ms, status)'] = JSON.stringify(slowest.slice(0, 5));

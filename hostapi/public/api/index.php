@@ -10,13 +10,4 @@ ini_set('default_mimetype', ''); // no Content-Type unless there is a JSON body
 header_remove('X-Powered-By');
 require_once dirname(__DIR__, 2) . '/src/bootstrap.php';
 
-try {
-    $response = (new Api(Store::fromEnv()))->handle(Request::fromGlobals());
-} catch (HttpError $e) {
-    $response = Response::error($e);
-} catch (\Throwable $e) {
-    // The message names files and hashes at most, never a token, ticket or key.
-    error_log('hostapi: ' . get_class($e) . ': ' . $e->getMessage() . ' at ' . $e->getFile() . ':' . $e->getLine());
-    $response = Response::error(new HttpError(500, 'internal error'));
-}
-$response->send();
+serve(fn(Request $request): Response => (new Api(Store::fromEnv()))->handle($request));
