@@ -27,7 +27,11 @@ void AgentStream::Run(uint64_t last_event_id) {
   state_.router->Send(account_, SessionTouchEvent(account_, session_));
   stream_id_ = state_.streams->Add(weak_from_this());
   state_.metrics.CountResponse(200);
-  out_.StartSse();
+  // A stream is the connection's last response: whatever ends it, the gateway closes the
+  // connection after the last chunk. Said in the head, so that a proxy with a keep-alive pool
+  // (nginx) does not put the connection back and send the next request on it as it closes
+  // (the request would fail "upstream prematurely closed", and a POST is not retried).
+  out_.StartSse("Connection: close\r\n");
   if (listen_) {
     // Acknowledged first, before anything the router may send.
     out_.SendEvent(listen_->Acknowledged());

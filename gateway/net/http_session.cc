@@ -383,7 +383,8 @@ void HttpSession::OnForwardEvent(std::string message) {
   }
   if (!out_.in_sse()) {
     state_.metrics.CountResponse(200);
-    out_.StartSse();
+    // The head of a response after which the connection closes says so (see AgentStream).
+    out_.StartSse(keep_alive_ ? "" : "Connection: close\r\n");
   }
   out_.SendEvent(state_.dispatcher->AgentEvent(*plan_, std::move(message)));
 }

@@ -143,6 +143,9 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
   await agent.initialize();
   const { res, stream } = await agent.openStream();
   assert.equal(res.status, 200);
+  // The gateway closes the connection after a stream's end, and its head says so: a proxy
+  // that reused the connection would lose the next request sent on it as it closes.
+  assert.equal(res.headers.get('connection'), 'close');
   // Another of alice's tokens keeps its stream: only the revoked token's ends.
   const other = new RawAgent(gw2.url, await stack.mintToken('alice', 'other'));
   await other.initialize();
