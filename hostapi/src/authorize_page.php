@@ -18,13 +18,15 @@ final class AuthorizePage
     {
         return self::page(400, 'This sign-in cannot go on', '<p class="muted">' . self::h($e->error) . '</p>'
             . '<p id="message" class="error" role="alert">' . self::h(ucfirst($e->getMessage()) . '.') . '</p>'
-            . '<p class="small muted">Go back to the agent and try again; if it keeps failing, its maker must fix it.</p>');
+            . '<p class="small muted">Go back to the agent and try again; if it keeps failing,'
+            . ' the agent\'s maker or this site must fix it.</p>');
     }
 
     /** @param array<string,mixed> $ask the checked authorization request */
     public static function login(array $ask): Response
     {
-        return self::page(200, 'Sign in', '<p><strong id="client-name">' . self::h(self::clientLine($ask['client'])) . '</strong>'
+        $client = self::clientLine($ask['client']);
+        return self::page(200, 'Sign in', '<p><strong id="client-name">' . $client . '</strong>'
             . ' asks to work in your editor tabs. Sign in first; you can then allow or deny it.</p>'
             . '<form id="login-form" novalidate>'
             . '<label for="username">User name</label><input id="username" name="username" autocomplete="username" required>'
@@ -44,10 +46,11 @@ final class AuthorizePage
         $origin = $client['kind'] === 'metadata'
             ? 'Its name comes from ' . $client['host'] . '.'
             : 'It registered itself with this site: its name is not verified.';
+        $line = self::clientLine($client);
         $resource = $ask['resource'] !== null
             ? '<dt>Through</dt><dd><code id="resource">' . self::h($ask['resource']) . '</code></dd>' : '';
         return self::page(200, 'Allow this agent?', '<dl>'
-            . '<dt>Agent</dt><dd><strong id="client-name">' . self::h(self::clientLine($client)) . '</strong>'
+            . '<dt>Agent</dt><dd><strong id="client-name">' . $line . '</strong>'
             . '<br><span class="small muted">' . self::h($origin) . '</span></dd>'
             . '<dt>Returns to</dt><dd><code id="redirect-uri">' . self::h($ask['redirectUri']) . '</code></dd>'
             . '<dt>Account</dt><dd id="account">' . self::h((string) $user['name']) . '</dd>'
@@ -58,13 +61,21 @@ final class AuthorizePage
             . '<p id="message" class="error" role="alert"></p>');
     }
 
-    /** @param array<string,mixed> $client */
+    /**
+     * The client's name and what vouches for it, as HTML. The name is the client's own word,
+     * so it is in a <bdi>: a right-to-left name cannot pull "(unverified)" or the host into
+     * itself. (Bidi controls and other format characters are refused: OAuthClients::goodName.)
+     *
+     * @param array<string,mixed> $client
+     */
     private static function clientLine(array $client): string
     {
+        $name = '<bdi>' . self::h((string) $client['name']) . '</bdi>';
         if ($client['kind'] === 'metadata') {
-            return $client['name'] === $client['host'] ? $client['host'] : $client['name'] . ' (' . $client['host'] . ')';
+            $host = self::h((string) $client['host']);
+            return $client['name'] === $client['host'] ? $name : $name . ' (' . $host . ')';
         }
-        return $client['name'] . ' (unverified)';
+        return $name . ' (unverified)';
     }
 
     private static function page(int $status, string $title, string $main): Response

@@ -18,8 +18,8 @@ namespace HostApi;
  *                           request, as Request tells TLS, and its Host header)
  *   HOSTAPI_RESOURCES       the relays' public MCP URLs tokens may be issued for, spaces or
  *                           commas between, the first the resource of dialog tokens (else the
- *                           file <data>/resources, one per line; else any http(s) URL, and
- *                           dialog tokens name none)
+ *                           file <data>/resources, one per line; else none: sign-in is off,
+ *                           and dialog tokens name no resource)
  *   HOSTAPI_ACCESS_TOKEN_SECONDS  lifetime of the access tokens the flow issues (3600)
  *   HOSTAPI_OAUTH_HTTP_LOOPBACK=1 client ID metadata documents may be http on loopback (tests)
  *
@@ -126,7 +126,14 @@ final class Config
         return ($request->overTls ? 'https://' : 'http://') . strtolower($request->host);
     }
 
-    /** @return list<string> the resources (RFC 8707) tokens may be issued for; none: any */
+    /** Whether HOSTAPI_ISSUER is set (else the issuer comes from the request's headers). */
+    public static function issuerConfigured(): bool
+    {
+        $issuer = getenv('HOSTAPI_ISSUER');
+        return $issuer !== false && trim($issuer) !== '';
+    }
+
+    /** @return list<string> the resources (RFC 8707) tokens may be issued for; none: no sign-in */
     public static function resources(): array
     {
         return self::urlList('HOSTAPI_RESOURCES', 'resources', 'https?');

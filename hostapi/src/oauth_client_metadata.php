@@ -9,11 +9,15 @@ namespace HostApi;
  * redirect URIs. The document is fetched by this server on a person's request, from a URL
  * anyone can choose, so the fetch is bounded in every way: 5 seconds in all (resolving the
  * name aside: PHP cannot bound that), 16 KiB, no redirects, https only (http on loopback
- * only with HOSTAPI_OAUTH_HTTP_LOOPBACK=1), and never to a private or loopback address
- * otherwise, so that a client_id cannot make this server reach inside its own network.
+ * only with HOSTAPI_OAUTH_HTTP_LOOPBACK=1), and never to an address that is not public
+ * unicast (loopback too with that flag), so that a client_id cannot make this server reach
+ * inside its own network.
  *
- * Cached as oauth-metadata/<sha256 of URL>.json = {url, client, expiresAt} for 10 minutes;
- * failures are not cached.
+ * Cached as oauth-metadata/<sha256 of URL>.json = {url, client, expiresAt} for 10 minutes.
+ * A failure is remembered for a minute as oauth-metadata-failed/<sha256 of URL>.json = {url,
+ * error, expiresAt} and answered from there at once, so that a URL that is slow to fail cannot
+ * hold the server's few workers request after request. And at most RATE_MAX fetches per
+ * address in RATE_WINDOW seconds (Brake::rate): a cached document or failure does not count.
  */
 final class ClientMetadata
 {
@@ -21,11 +25,43 @@ final class ClientMetadata
     public const MAX_HEADER_BYTES = 8192;
     public const TIMEOUT = 5.0;
     public const CACHE_SECONDS = 600;
+    public const FAILURE_SECONDS = 60;
+    public const MAX_FAILURES = 10000;
     public const MAX_REDIRECT_URIS = 20;
     public const MAX_NAME = 100;
 
+    /**
+     * IPv6 forms that carry an IPv4 address, and where it starts: such an address is as
+     * public as the IPv4 address inside (a socket connects to the mapped and compatible ones
+     * over IPv4; NAT64 and 6to4 gateways pass the others on to it).
+     */
+    private const V4_IN_V6 = [
+        '::ffff:0:0/96' => 12,   // IPv4-mapped (RFC 4291)
+        '::ffff:0:0:0/96' => 12, // IPv4-translated (RFC 2765)
+        '::/96' => 12,           // IPv4-compatible, deprecated (:: and ::1 are in it too)
+        '64:ff9b::/96' => 12,    // NAT64, well-known prefix (RFC 6052)
+        '2002::/16' => 2,        // 6to4 (RFC 3056)
+    ];
+
+    /** IPv4 blocks that are not public unicast (RFC 6890 and the IANA registry), 127/8 aside. */
+    private const NOT_PUBLIC_V4 = [
+        '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '169.254.0.0/16', '172.16.0.0/12',
+        '192.0.0.0/24', '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15',
+        '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4',
+    ];
+
+    /**
+     * Blocks of global unicast (2000::/3) that are not public: IETF protocol assignments
+     * (Teredo 2001::/32, whose IPv4 address is obfuscated, benchmarking, ORCHID), and the
+     * documentation prefixes.
+     */
+    private const NOT_PUBLIC_V6 = ['2001::/23', '2001:db8::/32', '3fff::/20'];
+
+    private readonly Brake $rate;
+
     public function __construct(private readonly Store $store)
     {
+        $this->rate = Brake::rate($store);
     }
 
     /** Whether $clientId names a metadata document rather than a registered client. */
@@ -35,23 +71,102 @@ final class ClientMetadata
     }
 
     /**
-     * The client of the document at $url: {id, name, host, kind, redirectUris}. Fails with
-     * invalid_client, with a message for the person's page.
+     * The client of the document at $url: {id, name, host, kind, redirectUris}, fetched on
+     * behalf of the person at $address. Fails with invalid_client, with a message for the
+     * person's page.
      *
      * @return array<string,mixed>
      */
-    public function client(string $url): array
+    public function client(string $url, string $address): array
     {
         self::checkUrl($url);
         $name = hash('sha256', $url);
         $cached = $this->store->read('oauth-metadata', $name);
-        if ($cached !== null && ($cached['url'] ?? null) === $url && (int) ($cached['expiresAt'] ?? 0) > time()) {
+        if ($cached !== null && ($cached['url'] ?? null) === $url
+            && (int) ($cached['expiresAt'] ?? 0) > time()) {
             return (array) $cached['client'];
         }
+        $failed = $this->store->read('oauth-metadata-failed', $name);
+        if ($failed !== null && ($failed['url'] ?? null) === $url
+            && (int) ($failed['expiresAt'] ?? 0) > time()) {
+            throw self::refused((string) ($failed['error'] ?? 'the document failed'));
+        }
+        $key = 'metadata ' . Brake::normalise($address);
+        $locked = $this->rate->lockedFor($key);
+        if ($locked > 0) {
+            throw self::refused('too many client metadata documents were fetched for your address;'
+                . ' try again in ' . (int) ceil($locked / 60) . ' minutes');
+        }
+        $this->rate->fail($key); // every fetch counts, good or bad: each may hold a worker 5 s
         $this->purgeExpired();
-        $client = self::fromDocument($url, $this->fetch($url));
+        try {
+            $client = self::fromDocument($url, $this->fetch($url));
+        } catch (OAuthError $e) {
+            $this->rememberFailure($name, $url, $e->getMessage());
+            throw $e;
+        }
         $this->store->write('oauth-metadata', $name, ['url' => $url, 'client' => $client, 'expiresAt' => time() + self::CACHE_SECONDS]);
         return $client;
+    }
+
+    /**
+     * What $address is to the fetch: "public" (global unicast), "loopback" (127.0.0.0/8 and
+     * ::1 as such, not in another form) or "private" (anything else, malformed included).
+     * Parsed with inet_pton, so that every spelling of an address (hex, compressed, an IPv4
+     * address inside an IPv6 one) is judged the same.
+     */
+    public static function addressKind(string $address): string
+    {
+        $bin = @inet_pton($address);
+        if (!is_string($bin)) {
+            return 'private';
+        }
+        if (strlen($bin) === 4) {
+            if (self::within($bin, '127.0.0.0/8')) {
+                return 'loopback';
+            }
+            foreach (self::NOT_PUBLIC_V4 as $block) {
+                if (self::within($bin, $block)) {
+                    return 'private';
+                }
+            }
+            return 'public';
+        }
+        if ($bin === inet_pton('::1')) {
+            return 'loopback';
+        }
+        foreach (self::V4_IN_V6 as $block => $at) {
+            if (self::within($bin, $block)) {
+                $v4 = (string) inet_ntop(substr($bin, $at, 4));
+                return self::addressKind($v4) === 'public' ? 'public' : 'private';
+            }
+        }
+        if (!self::within($bin, '2000::/3')) {
+            return 'private'; // unique local, link-local, site-local, multicast, reserved
+        }
+        foreach (self::NOT_PUBLIC_V6 as $block) {
+            if (self::within($bin, $block)) {
+                return 'private';
+            }
+        }
+        return 'public';
+    }
+
+    /** Whether the packed address $bin is in $block ("ADDRESS/BITS", of the same family). */
+    private static function within(string $bin, string $block): bool
+    {
+        [$net, $bits] = explode('/', $block);
+        $net = (string) inet_pton($net);
+        if (strlen($net) !== strlen($bin)) {
+            return false;
+        }
+        $bytes = intdiv((int) $bits, 8);
+        if (substr($bin, 0, $bytes) !== substr($net, 0, $bytes)) {
+            return false;
+        }
+        $rest = (int) $bits % 8;
+        $mask = (0xff << (8 - $rest)) & 0xff;
+        return $rest === 0 || (ord($bin[$bytes]) & $mask) === (ord($net[$bytes]) & $mask);
     }
 
     /** The draft's rules for the URL itself (§3), and ours for the scheme. */
@@ -105,8 +220,10 @@ final class ClientMetadata
             }
         }
         $host = strtolower((string) parse_url($url, PHP_URL_HOST));
+        // A name that could mislead on the consent screen (control or format characters:
+        // bidi overrides, zero-width ones) counts as none: the person then sees the host.
         $name = $doc['client_name'] ?? null;
-        if (!is_string($name) || !preg_match('/^[^\p{Cc}]{1,' . self::MAX_NAME . '}$/uD', $name)) {
+        if (!is_string($name) || !OAuthClients::goodName($name)) {
             $name = $host;
         }
         return ['id' => $url, 'name' => $name, 'host' => $host, 'kind' => 'metadata', 'redirectUris' => $uris];
@@ -220,14 +337,12 @@ final class ClientMetadata
             throw self::refused('the client metadata document could not be fetched (unknown host)');
         }
         foreach ($addresses as $address) {
-            $v4 = preg_match('/^::ffff:([0-9.]+)$/i', $address, $m) ? $m[1] : $address;
-            $public = filter_var($v4, FILTER_VALIDATE_IP, FILTER_FLAG_NO_PRIV_RANGE | FILTER_FLAG_NO_RES_RANGE) !== false;
-            $loopback = str_starts_with($v4, '127.') || $v4 === '::1';
-            if (!$public && !($loopback && Config::oauthHttpLoopback())) {
+            $kind = self::addressKind($address);
+            if ($kind !== 'public' && !($kind === 'loopback' && Config::oauthHttpLoopback())) {
                 throw self::refused('the client metadata document is on a private address; this server does not fetch from there');
             }
         }
-        return $addresses[0];
+        return (string) inet_ntop((string) inet_pton($addresses[0]));
     }
 
     private static function refused(string $why): OAuthError
@@ -235,16 +350,36 @@ final class ClientMetadata
         return new OAuthError('invalid_client', $why);
     }
 
-    /** At most every 5 minutes: drops cached documents past their 10 minutes. */
+    /**
+     * Remembers a failed fetch for FAILURE_SECONDS. At most MAX_FAILURES are kept, so that
+     * made-up URLs cannot fill the disk; past that a failure is not remembered (the limit per
+     * address still holds).
+     */
+    private function rememberFailure(string $name, string $url, string $why): void
+    {
+        $kept = glob($this->store->dir('oauth-metadata-failed') . '/*.json') ?: [];
+        if (count($kept) >= self::MAX_FAILURES) {
+            return;
+        }
+        $this->store->write('oauth-metadata-failed', $name, [
+            'url' => $url,
+            'error' => $why,
+            'expiresAt' => time() + self::FAILURE_SECONDS,
+        ]);
+    }
+
+    /** At most every 5 minutes: drops cached documents and failures past their time. */
     private function purgeExpired(): void
     {
         if (!$this->store->due('purge-oauth-metadata', 300)) {
             return;
         }
         $now = time();
-        foreach ($this->store->all('oauth-metadata') as $name => $record) {
-            if ((int) ($record['expiresAt'] ?? 0) <= $now) {
-                $this->store->delete('oauth-metadata', $name);
+        foreach (['oauth-metadata', 'oauth-metadata-failed'] as $kind) {
+            foreach ($this->store->all($kind) as $name => $record) {
+                if ((int) ($record['expiresAt'] ?? 0) <= $now) {
+                    $this->store->delete($kind, $name);
+                }
             }
         }
     }

@@ -25,14 +25,15 @@ final class OAuthClients
 
     /**
      * The client named $clientId: {id, name, kind ("metadata" or "registered"), host (of a
-     * metadata document), redirectUris}; invalid_client when there is none.
+     * metadata document), redirectUris}; invalid_client when there is none. $address is the
+     * person's, on whose behalf a metadata document may be fetched.
      *
      * @return array<string,mixed>
      */
-    public function find(string $clientId): array
+    public function find(string $clientId, string $address): array
     {
         if (ClientMetadata::isUrl($clientId)) {
-            return $this->metadata->client($clientId);
+            return $this->metadata->client($clientId, $address);
         }
         $record = preg_match('/^dyn_[0-9a-f]{32}$/D', $clientId) ? $this->store->read('oauth-clients', $clientId) : null;
         if ($record === null) {
@@ -40,7 +41,9 @@ final class OAuthClients
         }
         return [
             'id' => $clientId,
-            'name' => is_string($record['name'] ?? null) ? $record['name'] : 'Unnamed client',
+            // (a name registered before format characters were refused counts as none)
+            'name' => is_string($record['name'] ?? null) && self::goodName($record['name'])
+                ? $record['name'] : 'Unnamed client',
             'kind' => 'registered',
             'redirectUris' => (array) ($record['redirectUris'] ?? []),
         ];
@@ -65,8 +68,10 @@ final class OAuthClients
             }
         }
         $name = $meta['client_name'] ?? null;
-        if ($name !== null && (!is_string($name) || !preg_match('/^[^\p{Cc}]{1,' . self::MAX_NAME . '}$/uD', $name))) {
-            throw new OAuthError('invalid_client_metadata', 'client_name must be 1 to ' . self::MAX_NAME . ' characters, without control characters');
+        if ($name !== null && (!is_string($name) || !self::goodName($name))) {
+            throw new OAuthError('invalid_client_metadata', 'client_name must be 1 to '
+                . self::MAX_NAME . ' characters, without control or format characters'
+                . ' (such as bidi overrides)');
         }
         $method = $meta['token_endpoint_auth_method'] ?? 'none';
         if ($method !== 'none') {
@@ -101,6 +106,17 @@ final class OAuthClients
                 'token_endpoint_auth_method' => 'none',
             ], fn(mixed $v): bool => $v !== null);
         });
+    }
+
+    /**
+     * Whether $name may be shown as a client's name on the consent screen: 1 to MAX_NAME
+     * characters, none of them a control character (\p{Cc}) or a format character (\p{Cf}:
+     * bidi overrides and isolates, zero-width ones), which could make a name read as another
+     * or hide what follows it.
+     */
+    public static function goodName(string $name): bool
+    {
+        return (bool) preg_match('/^[^\p{Cc}\p{Cf}]{1,' . self::MAX_NAME . '}$/uD', $name);
     }
 
     /** Notes that a registered client got a token (so that its registration is kept). */

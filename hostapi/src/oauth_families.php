@@ -32,22 +32,24 @@ final class TokenFamilies
     }
 
     /**
-     * Starts a family for an exchanged authorization code: the token answer (RFC 6749 §5.1)
-     * and the family's id.
+     * Starts the family of $handle (newHandle()) for an exchanged authorization code: the
+     * token answer (RFC 6749 §5.1). $reused tells whether the code was presented again since
+     * it was taken: then the family ends as soon as it is written, and the answer is
+     * invalid_grant (a second use may come before there is a family for it to end).
      *
      * @param array<string,mixed> $code
-     * @return array{0: array<string,mixed>, 1: string}
+     * @param callable():bool $reused
+     * @return array<string,mixed>
      */
-    public function start(array $code): array
+    public function start(array $code, string $handle, callable $reused): array
     {
         $this->purgeEnded();
-        $handle = bin2hex(random_bytes(16));
         $id = self::idOf($handle);
         $refresh = self::refreshToken($handle);
         $seconds = Config::accessTokenSeconds();
         // Under the family's lock from before its token exists: a person who revokes the new
-        // token at once ends the family after it is written, not before.
-        $answer = $this->store->withLock('family-' . $id, function () use ($code, $id, $refresh, $seconds): array {
+        // token at once, or a second use of the code, ends the family after it is written.
+        $start = function () use ($code, $id, $refresh, $seconds, $reused): array {
             $now = time();
             $expiresAt = $now + self::REFRESH_SECONDS;
             try {
@@ -68,9 +70,13 @@ final class TokenFamilies
                 'refreshedAt' => $now,
                 'expiresAt' => $expiresAt,
             ]);
+            if ($reused()) {
+                $this->endLocked($id);
+                throw new OAuthError('invalid_grant', AuthorizationCodes::REUSED);
+            }
             return self::answer($issued[1], $refresh, $seconds);
-        });
-        return [$answer, $id];
+        };
+        return $this->store->withLock('family-' . $id, $start);
     }
 
     /**
@@ -103,6 +109,11 @@ final class TokenFamilies
             }
             if ($resource !== null && $resource !== $family['resource']) {
                 throw new OAuthError('invalid_target', 'the refresh token was issued for another resource');
+            }
+            // The family stays: HOSTAPI_RESOURCES may have been left out by mistake, and the
+            // sign-in goes on once it names the resource again.
+            if (!OAuthParams::served($family['resource'] ?? null)) {
+                throw new OAuthError('invalid_target', OAuthParams::NOT_SERVED);
             }
             if ((int) $family['expiresAt'] <= time() || $this->users->current($family) === null) {
                 $this->endLocked($id);
@@ -178,8 +189,9 @@ final class TokenFamilies
         try {
             $issued = $this->tokens->mintForClient($code, (array) $code['client'], $code['resource'], $id, $seconds, $expiresAt);
         } catch (HttpError $e) {
+            // RFC 6749 §5.2 has no access_denied: the grant cannot be used as it stands.
             if ($e->status === 409) {
-                throw new OAuthError('access_denied', $e->getMessage());
+                throw new OAuthError('invalid_grant', $e->getMessage());
             }
             throw $e;
         }
@@ -224,12 +236,19 @@ final class TokenFamilies
         return ['access_token' => $access, 'token_type' => 'Bearer', 'expires_in' => $seconds, 'refresh_token' => $refresh];
     }
 
+    /** A new family's handle: 32 hex digits, in its refresh tokens only, never on disk. */
+    public static function newHandle(): string
+    {
+        return bin2hex(random_bytes(16));
+    }
+
     private static function refreshToken(string $handle): string
     {
         return 'fwr_' . $handle . bin2hex(random_bytes(16));
     }
 
-    private static function idOf(string $handle): string
+    /** The family's id (its file's name): the SHA-256 of its handle. */
+    public static function idOf(string $handle): string
     {
         return hash('sha256', $handle);
     }

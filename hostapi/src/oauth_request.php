@@ -45,6 +45,8 @@ final class OAuthRedirect extends \RuntimeException
  */
 final class OAuthParams
 {
+    public const NOT_SERVED = 'this server no longer issues tokens for this sign-in\'s resource';
+
     /** @param array<string,list<string>> $values */
     private function __construct(private readonly array $values)
     {
@@ -128,25 +130,38 @@ final class OAuthParams
     }
 
     /**
-     * The resource a token will be bound to: the one asked for, checked (RFC 8707: an
-     * absolute URL without a fragment; one of HOSTAPI_RESOURCES when set), else the first of
-     * HOSTAPI_RESOURCES, else none.
+     * The resource a token will be bound to: the one asked for, which must be one of
+     * HOSTAPI_RESOURCES exactly (RFC 8707), else the first of them. Without HOSTAPI_RESOURCES
+     * no token is issued at all (signInOff()): a relay without --public_url accepts a token
+     * for any resource, so one issued for a server that names this host as its authorization
+     * server (and phished by it) would work at the relay.
      */
-    public static function checkResource(?string $resource): ?string
+    public static function checkResource(?string $resource): string
     {
         $allowed = Config::resources();
+        if ($allowed === []) {
+            throw self::signInOff();
+        }
         if ($resource === null) {
-            return $allowed[0] ?? null;
+            return $allowed[0];
         }
-        if ($allowed !== []) {
-            if (!in_array($resource, $allowed, true)) {
-                throw new OAuthError('invalid_target', 'this server issues no tokens for that resource');
-            }
-            return $resource;
-        }
-        if (!preg_match('~^https?://[^\s/?#@]+(/[^\s#]*)?$~D', $resource) || !is_string(parse_url($resource, PHP_URL_HOST))) {
-            throw new OAuthError('invalid_target', 'resource must be an absolute http(s) URL without a fragment');
+        if (!in_array($resource, $allowed, true)) {
+            $why = 'this server issues no tokens for that resource';
+            throw new OAuthError('invalid_target', $why);
         }
         return $resource;
+    }
+
+    /** Whether tokens may still be issued for $resource (of a code or a sign-in). */
+    public static function served(mixed $resource): bool
+    {
+        return is_string($resource) && in_array($resource, Config::resources(), true);
+    }
+
+    public static function signInOff(): OAuthError
+    {
+        return new OAuthError('invalid_target', 'sign-in is off: this host API names no relay.'
+            . ' Its operator must set HOSTAPI_RESOURCES to the relay\'s public MCP URL'
+            . ' (its --public_url)');
     }
 }

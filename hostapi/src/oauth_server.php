@@ -29,6 +29,7 @@ final class OAuthServer
     private readonly AuthorizationCodes $codes;
     private readonly TokenFamilies $families;
     private readonly Counters $counters;
+    private readonly Brake $rate;
 
     public function __construct(Store $store)
     {
@@ -39,6 +40,7 @@ final class OAuthServer
         $this->codes = new AuthorizationCodes($store);
         $this->families = new TokenFamilies($store, $users, $this->tokens);
         $this->counters = new Counters($store);
+        $this->rate = Brake::rate($store);
     }
 
     public function handle(Request $request, string $path): Response
@@ -68,10 +70,15 @@ final class OAuthServer
         return $cors ? self::withCors($response) : $response;
     }
 
-    /** RFC 8414. */
+    /**
+     * RFC 8414. Cacheable only when HOSTAPI_ISSUER names the issuer: else it comes from the
+     * request's Host and X-Forwarded-Proto, and a shared cache could keep an answer made from
+     * one client's headers for everyone.
+     */
     private function metadata(Request $request): Response
     {
         $issuer = Config::issuer($request);
+        $cache = Config::issuerConfigured() ? 'public, max-age=300' : 'no-store';
         return new Response(200, [
             'issuer' => $issuer,
             'authorization_endpoint' => $issuer . '/oauth/authorize',
@@ -85,7 +92,7 @@ final class OAuthServer
             'revocation_endpoint_auth_methods_supported' => ['none'],
             'client_id_metadata_document_supported' => true,
             'authorization_response_iss_parameter_supported' => true,
-        ], ['Cache-Control' => 'public, max-age=300']);
+        ], ['Cache-Control' => $cache]);
     }
 
     // ------------------------------------------------------------------ authorization endpoint
@@ -95,7 +102,8 @@ final class OAuthServer
     {
         $issuer = Config::issuer($request);
         try {
-            $ask = $this->authorizationRequest(OAuthParams::fromQuery($request->query), $issuer);
+            $params = OAuthParams::fromQuery($request->query);
+            $ask = $this->authorizationRequest($params, $issuer, $request);
         } catch (OAuthError $e) {
             return AuthorizePage::error($e);
         } catch (OAuthRedirect $r) {
@@ -120,7 +128,7 @@ final class OAuthServer
         $decision = $body['decision'] ?? null;
         unset($body['decision']);
         try {
-            $ask = $this->authorizationRequest(OAuthParams::fromJson($body), $issuer);
+            $ask = $this->authorizationRequest(OAuthParams::fromJson($body), $issuer, $request);
         } catch (OAuthRedirect $r) {
             return Response::json(['redirect' => $r->url]);
         }
@@ -153,15 +161,19 @@ final class OAuthServer
 
     /**
      * The checked authorization request: {client, redirectUri, state, challenge, resource}.
-     * The client and the redirect URI first: until both are known good, an error is shown
-     * to the person (OAuthError), never sent to a redirect URI; after that, errors go back
-     * to the client (OAuthRedirect) with state and iss.
+     * Without HOSTAPI_RESOURCES sign-in is off, which the person is told before anything else
+     * (no client metadata document is fetched). Then the client and the redirect URI: until
+     * both are known good, an error is shown to the person (OAuthError), never sent to a
+     * redirect URI; after that, errors go back to the client (OAuthRedirect) with state and iss.
      *
      * @return array<string,mixed>
      */
-    private function authorizationRequest(OAuthParams $params, string $issuer): array
+    private function authorizationRequest(OAuthParams $params, string $issuer, Request $req): array
     {
-        $client = $this->clients->find($params->required('client_id'));
+        if (Config::resources() === []) {
+            throw OAuthParams::signInOff();
+        }
+        $client = $this->clients->find($params->required('client_id'), $req->clientAddress);
         $redirect = $params->required('redirect_uri', RedirectUris::MAX_LENGTH);
         if (!RedirectUris::matches($redirect, $client['redirectUris'])) {
             throw new OAuthError('invalid_request', 'redirect_uri is not one the client registered');
@@ -225,12 +237,18 @@ final class OAuthServer
             throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~');
         }
         $resource = $params->resource();
-        $grant = $this->codes->take($code);
+        // The family's id is chosen before the code is consumed, and the code's file becomes
+        // its used-code record at once (take()): a second use of the code from that instant
+        // finds the family to end, however far this request has got (see start()).
+        $handle = TokenFamilies::newHandle();
+        $grant = $this->codes->take($code, TokenFamilies::idOf($handle));
         if ($grant === null) {
-            $family = $this->codes->familyOfUsed($code);
-            if ($family !== null) {
-                $this->families->end($family);
-                throw new OAuthError('invalid_grant', 'this code was used before; the tokens issued for it have ended');
+            $used = $this->codes->reuse($code);
+            if ($used !== null) {
+                if (is_string($used['family'] ?? null)) {
+                    $this->families->end($used['family']);
+                }
+                throw new OAuthError('invalid_grant', AuthorizationCodes::REUSED);
             }
             throw new OAuthError('invalid_grant', 'unknown, used or expired code');
         }
@@ -250,8 +268,11 @@ final class OAuthServer
         if ($resource !== null && $resource !== $grant['resource']) {
             throw new OAuthError('invalid_target', 'resource differs from the authorization request\'s');
         }
-        [$answer, $family] = $this->families->start($grant);
-        $this->codes->markUsed($code, $family);
+        if (!OAuthParams::served($grant['resource'])) {
+            throw new OAuthError('invalid_target', OAuthParams::NOT_SERVED);
+        }
+        $reused = fn(): bool => $this->codes->reused($code);
+        $answer = $this->families->start($grant, $handle, $reused);
         $this->clients->markUsed($clientId);
         return $answer;
     }
@@ -268,7 +289,11 @@ final class OAuthServer
 
     // ------------------------------------------------------------------ registration, revocation
 
-    /** RFC 7591. */
+    /**
+     * RFC 7591. At most Brake::RATE_MAX registrations per address in RATE_WINDOW seconds, then
+     * 429 with Retry-After; the body is {"error": "temporarily_unavailable", ...} like the 503
+     * past MAX_CLIENTS (an extension: RFC 7591 names no error for either).
+     */
     private function register(Request $request): Response
     {
         try {
@@ -276,7 +301,16 @@ final class OAuthServer
         } catch (HttpError $e) {
             throw new OAuthError('invalid_client_metadata', $e->getMessage());
         }
-        return new Response(201, $this->clients->register($body));
+        $key = 'register ' . Brake::normalise($request->clientAddress);
+        $locked = $this->rate->lockedFor($key);
+        if ($locked > 0) {
+            $why = 'too many registrations from this address; try again later';
+            $retry = ['Retry-After' => (string) $locked];
+            throw new OAuthError('temporarily_unavailable', $why, 429, $retry);
+        }
+        $answer = $this->clients->register($body);
+        $this->rate->fail($key); // counts registrations made: refused ones cost nothing
+        return new Response(201, $answer);
     }
 
     /** RFC 7009: 200 whether or not the token was known. */

@@ -17,7 +17,8 @@ final class Store
     private const KINDS = [
         'users', 'tokens', 'token-index', 'tickets', 'brake', 'sessions', 'counters', 'locks', 'stamps',
         // the OAuth authorization server (oauth_*.php)
-        'oauth-clients', 'oauth-metadata', 'oauth-codes', 'oauth-used-codes', 'oauth-families',
+        'oauth-clients', 'oauth-metadata', 'oauth-metadata-failed', 'oauth-codes',
+        'oauth-used-codes', 'oauth-families', 'rate',
     ];
 
     public function __construct(public readonly string $root)

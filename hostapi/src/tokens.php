@@ -199,16 +199,35 @@ final class Tokens
      * Deletes the account's token with that id, and tells the relay. Returns its record (the
      * caller ends its family, if it has one), null if the account has no such token.
      *
+     * Looked up and deleted under the account's lock, which rotate() holds while a refresh
+     * replaces a sign-in's token (same id, new hash): else the delete could miss the token it
+     * found, and the sign-in would go on. A sign-in's token deleted by someone else meanwhile
+     * (the client's revocation) still returns its record: ending its family again is harmless,
+     * and the person asked for it to end.
+     *
      * @return array<string,mixed>|null
      */
     public function revoke(string $userName, int $id): ?array
     {
-        foreach ($this->live($userName) as $hash => $record) {
-            if ($record['id'] === $id) {
-                return $this->deleteByHash($userName, $hash) ? $record : null;
+        $find = function () use ($userName, $id): ?array {
+            foreach ($this->live($userName) as $hash => $record) {
+                if ($record['id'] === $id) {
+                    $deleted = $this->store->delete('tokens', $hash);
+                    $this->changeIndex($userName, fn(array $h): array => array_diff($h, [$hash]));
+                    return [$hash, $record, $deleted];
+                }
             }
+            return null;
+        };
+        $found = $this->store->withLock('user-' . $userName, $find);
+        if ($found === null) {
+            return null;
         }
-        return null;
+        [$hash, $record, $deleted] = $found;
+        if ($deleted) {
+            RelayHook::forgetToken($hash); // outside the lock: the relay may be slow to answer
+        }
+        return $deleted || is_string($record['family'] ?? null) ? $record : null;
     }
 
     /**
@@ -348,7 +367,7 @@ final class Tokens
     /** The name a client's token is listed under: the client's, cut to MAX_NAME characters. */
     private static function clientTokenName(string $name): string
     {
-        $name = preg_replace('/\p{Cc}/u', '', $name) ?? '';
+        $name = preg_replace('/[\p{Cc}\p{Cf}]/u', '', $name) ?? '';
         if (preg_match('/^.{' . (self::MAX_NAME + 1) . '}/us', $name)) {
             $name = (string) preg_replace('/^(.{' . (self::MAX_NAME - 1) . '}).*$/us', '$1', $name) . '…';
         }
@@ -371,6 +390,20 @@ final class Tokens
             'usedAt' => iso($r['usedAt']),
             // the OAuth client a sign-in issued the token to; null for the dialog's tokens
             'client' => is_array($r['client'] ?? null) ? (string) ($r['client']['name'] ?? '') : null,
+            // the host of a client named by a metadata document (its client_id URL), which
+            // vouches for the name; null for a registered client's or a dialog token
+            'clientHost' => self::clientHost($r),
         ];
+    }
+
+    /** @param array<string,mixed> $r */
+    private static function clientHost(array $r): ?string
+    {
+        $id = is_array($r['client'] ?? null) ? ($r['client']['id'] ?? null) : null;
+        if (!is_string($id) || !ClientMetadata::isUrl($id)) {
+            return null;
+        }
+        $host = parse_url($id, PHP_URL_HOST);
+        return is_string($host) ? strtolower($host) : null;
     }
 }

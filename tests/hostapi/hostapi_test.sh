@@ -439,6 +439,7 @@ check "metadata has exactly the fields of HOST-API.md (and revocation_endpoint_a
     'authorization_endpoint authorization_response_iss_parameter_supported client_id_metadata_document_supported code_challenge_methods_supported grant_types_supported issuer registration_endpoint response_types_supported revocation_endpoint revocation_endpoint_auth_methods_supported token_endpoint token_endpoint_auth_methods_supported' \
     "$(php -r '$k = array_keys(json_decode(file_get_contents($argv[1]), true)); sort($k); echo implode(" ", $k);' "$TMP/body")"
 check "metadata: issuer is the request's origin" "$ORIGIN" "$(json issuer)"
+check "... so not cacheable: no-store (HOSTAPI_ISSUER unset, the issuer comes from Host)" no-store "$(header cache-control)"
 check "metadata: endpoints under /oauth/" "$ORIGIN/oauth/authorize $ORIGIN/oauth/token $ORIGIN/oauth/register $ORIGIN/oauth/revoke" \
     "$(json authorization_endpoint) $(json token_endpoint) $(json registration_endpoint) $(json revocation_endpoint)"
 check "metadata: code, both grants, S256, public clients" \
@@ -489,7 +490,33 @@ check "a registration never used for a day is purged" no "$([ -f "$HOSTAPI_DATA/
 php -r 'for ($i = 0; $i < 10000; $i++) { file_put_contents(sprintf("%s/dyn_fill%05d.json", $argv[1], $i), "{\"createdAt\":" . time() . "}"); }' \
     "$HOSTAPI_DATA/oauth-clients"
 check "registration 10,001: 503" "503 temporarily_unavailable" "$(register "{\"redirect_uris\":[\"$R1\"]}") $(json error)"
+check_match "... with an error_description" 'too many registered clients' "$(json error_description)"
 rm -f "$HOSTAPI_DATA"/oauth-clients/dyn_fill*.json
+check "register a name with a bidi override (U+202E): 400 invalid_client_metadata" "400 invalid_client_metadata" \
+    "$(register "{\"redirect_uris\":[\"$R1\"],\"client_name\":\"Good \\u202eevil\"}") $(json error)"
+check "register a name with a zero-width joiner (U+200D): 400 invalid_client_metadata" "400 invalid_client_metadata" \
+    "$(register "{\"redirect_uris\":[\"$R1\"],\"client_name\":\"Go\\u200dod\"}") $(json error)"
+RATE_REGISTER="$HOSTAPI_DATA/rate/$(sha 'register 127.0.0.1').json" # the limit's record for this address
+rm -f "$RATE_REGISTER"
+statuses=
+for i in $(seq 1 31); do statuses+="$(register "{\"redirect_uris\":[\"$R1\"]}") "; done
+check "31 registrations from one address: 201 for 30 (in 10 minutes), then 429" "$(printf '201 %.0s' $(seq 30))429 " "$statuses"
+check "... whose body is temporarily_unavailable, with Retry-After (<= 600 s)" "temporarily_unavailable yes" \
+    "$(json error) $([[ "$(header retry-after)" =~ ^[1-9][0-9]{0,2}$ ]] && [ "$(header retry-after)" -le 600 ] && echo yes)"
+rm -f "$RATE_REGISTER"
+check "... counted per address, as rate/<sha256 of \"register ADDRESS\">: without it, 201 again" 201 "$(register "{\"redirect_uris\":[\"$R1\"]}")"
+
+# -- sign-in is off until the host API names its relay (HOSTAPI_RESOURCES, else the file resources)
+pkce
+check "authorize without HOSTAPI_RESOURCES: 400 page, no redirect, invalid_target" "400  invalid_target" \
+    "$(oreq GET "$(authz "$ORIGIN" "$CID" "$R1")" -b "$D") $(header location) $(grep -o invalid_target "$TMP/body" | head -1)"
+check_match "... telling the operator to set HOSTAPI_RESOURCES to the relay's public MCP URL" \
+    'Sign-in is off.*set HOSTAPI_RESOURCES to the relay&apos;s public MCP URL' "$(body)"
+check "... also for a client that does not exist (checked first)" 400 "$(oreq GET "$(authz "$ORIGIN" dyn_00000000000000000000000000000000 "$R1")")"
+check_match "... saying the same" 'Sign-in is off' "$(body)"
+check "the consent without HOSTAPI_RESOURCES: 400 invalid_target, no redirect" "400 invalid_target " \
+    "$(consent "$ORIGIN" "$D" allow "$CID" "$R1") $(json error) $(json redirect)"
+printf 'https://relay.example.org/mcp\n' >"$HOSTAPI_DATA/resources" # read per request: sign-in is on from here
 
 # -- the authorization endpoint: what is shown on the page, what goes back to the client
 pkce
@@ -502,7 +529,7 @@ check "authorize with a registered https redirect on another path: 400 page" 400
     "$(oreq GET "$(authz "$ORIGIN" "$CID" 'https://app.example/cb?from=other')")"
 check "authorize with a loopback redirect on another port (RFC 8252): 200" 200 "$(oreq GET "$(authz "$ORIGIN" "$CID" http://127.0.0.1:53123/callback)")"
 check "... without a session: the sign-in form" 3 "$(grep -oE 'id="(username|password|login)"' "$TMP/body" | wc -l)"
-check_match "... names the client, unverified" 'id="client-name">Test client \(unverified\)' "$(body)"
+check_match "... names the client (isolated in <bdi>), unverified" 'id="client-name"><bdi>Test client</bdi> \(unverified\)' "$(body)"
 check "the page may not be framed" "DENY" "$(header x-frame-options)"
 csp=$(grep -i '^content-security-policy:' "$TMP/headers")
 check_match "... its CSP forbids framing" "frame-ancestors 'none'" "$csp"
@@ -579,6 +606,44 @@ check "agent/verify of the access token: dana, for the resource asked for" "200 
 check "the same code again: 400 invalid_grant" "400 invalid_grant" "$(exchange "$ORIGIN" "$CODE" "$GOOD_VERIFIER" "$CID" "$R1") $(json error)"
 check "... which ends what the code gave (a used code is a stolen one)" 401 "$(vfy "$ACCESS")"
 check "... and its refresh token" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+# A second use that comes while the first is still starting its family finds none to end yet:
+# the family, chosen before the code is consumed, then ends itself (driven by hand, in order).
+check "a code used again before its family is started: the family ends as it starts" "invalid_grant seen no-family" \
+    "$(php -r 'require $argv[1];
+        $store = HostApi\Store::fromEnv(); $users = new HostApi\Users($store); $codes = new HostApi\AuthorizationCodes($store);
+        $families = new HostApi\TokenFamilies($store, $users, new HostApi\Tokens($store, $users)); $u = $users->get("dana");
+        $code = $codes->mint(["client" => ["id" => "x", "name" => "x"], "redirectUri" => "r", "challenge" => "c",
+            "resource" => "https://relay.example.org/mcp", "user" => "dana", "uid" => $u["uid"], "generation" => $u["generation"]]);
+        $handle = HostApi\TokenFamilies::newHandle(); $id = HostApi\TokenFamilies::idOf($handle);
+        $grant = $codes->take($code, $id); $second = $codes->reuse($code);
+        try { $families->start($grant, $handle, fn(): bool => $codes->reused($code)); echo "started"; }
+        catch (HostApi\OAuthError $e) { echo $e->error; }
+        echo $second === null ? " unseen" : " seen", is_file($store->path("oauth-families", "$id.json")) ? " family" : " no-family";' \
+        "$HOSTAPI/src/bootstrap.php")"
+req GET agent-tokens '' -b "$D" >/dev/null
+listed=$(body | tr -d '\n')
+survived=0
+for round in 1 2 3 4 5; do
+    pkce
+    consent "$ORIGIN" "$D" allow "$CID" "$R1" >/dev/null
+    C=$(qparam "$(json redirect)" code)
+    SECRETS+=("$C")
+    pids=()
+    for i in 1 2; do
+        curl -s -o "$TMP/race.$i" --data-urlencode grant_type=authorization_code --data-urlencode "code=$C" --data-urlencode "code_verifier=$VERIFIER" \
+            --data-urlencode "client_id=$CID" --data-urlencode "redirect_uri=$R1" "$ORIGIN/oauth/token" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    for i in 1 2; do
+        cp "$TMP/race.$i" "$TMP/body"
+        SECRETS+=("$(json access_token)" "$(json refresh_token)")
+    done
+    req GET agent-tokens '' -b "$D" >/dev/null
+    [ "$(body | tr -d '\n')" = "$listed" ] || survived=$((survived + 1))
+done
+rm -f "$TMP"/race.*
+check "two exchanges of one code at once: nothing the code gave survives (5 rounds)" 0 "$survived"
 
 sign_in "$ORIGIN" "$D" "$CID" "$R1" "resource=$RES"
 check "another sign-in: an agent token" 200 "$(vfy "$ACCESS")"
@@ -645,7 +710,15 @@ req GET agent-tokens '' -b "$D" >/dev/null
 check "... and the list is empty" "[]" "$(body | tr -d '\n')"
 
 sign_in "$ORIGIN" "$D" "$CID" "$R1"
-check "a sign-in without a resource (none configured): verify names none" "200 " "$(vfy "$ACCESS") $(json resource)"
+check "a sign-in without a resource: the first of HOSTAPI_RESOURCES" "200 $RES" "$(vfy "$ACCESS") $(json resource)"
+printf 'https://elsewhere.example/mcp\n' >"$HOSTAPI_DATA/resources"
+check "a refresh once HOSTAPI_RESOURCES no longer names its resource: 400 invalid_target" "400 invalid_target" \
+    "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+printf '%s\n' "$RES" >"$HOSTAPI_DATA/resources"
+check "... the sign-in stands: named again, the same refresh token works" 200 "$(refresh "$ORIGIN" "$REFRESH" "$CID")"
+ACCESS=$(json access_token)
+REFRESH=$(json refresh_token)
+SECRETS+=("$ACCESS" "$REFRESH")
 check "revoke the refresh token (RFC 7009): 200" 200 "$(oreq POST "$ORIGIN/oauth/revoke" --data-urlencode "token=$REFRESH" --data-urlencode token_type_hint=refresh_token --data-urlencode "client_id=$CID")"
 check "... the access token is dead" 401 "$(vfy "$ACCESS")"
 check "... and the refresh token" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
@@ -663,6 +736,25 @@ FLOW_ID=$(php -r 'echo json_decode(file_get_contents($argv[1]), true)[0]["id"] ?
 check "DELETE agent-tokens/{id} of a sign-in: 204" 204 "$(req DELETE "agent-tokens/$FLOW_ID" '' -b "$D")"
 check "... its access token: 401" 401 "$(vfy "$ACCESS")"
 check "... and the client cannot refresh its way back" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
+# Revoke while the client refreshes (which replaces the token under the same id): the sign-in ends.
+ended=0
+for round in 1 2 3 4 5; do
+    sign_in "$ORIGIN" "$D" "$CID" "$R1"
+    req GET agent-tokens '' -b "$D" >/dev/null
+    id=$(php -r 'echo json_decode(file_get_contents($argv[1]), true)[0]["id"] ?? "";' "$TMP/body")
+    curl -s -o "$TMP/race.refresh" --data-urlencode grant_type=refresh_token --data-urlencode "refresh_token=$REFRESH" \
+        --data-urlencode "client_id=$CID" "$ORIGIN/oauth/token" &
+    rpid=$!
+    deleted=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -b "$D" "$BASE?r=agent-tokens/$id")
+    wait "$rpid"
+    cp "$TMP/race.refresh" "$TMP/body"
+    A9=$(json access_token)
+    SECRETS+=("$A9" "$(json refresh_token)")
+    req GET agent-tokens '' -b "$D" >/dev/null
+    [ "$deleted $(body | tr -d '\n') $(vfy "$ACCESS") $(vfy "$A9")" = "204 [] 401 401" ] && ended=$((ended + 1))
+done
+rm -f "$TMP/race.refresh"
+check "DELETE of a sign-in while its client refreshes: 204, and the sign-in has ended (5 rounds)" 5 "$ended"
 sign_in "$ORIGIN" "$D" "$CID" "$R1"
 "$CLI" user:passwd dana 'dana-pw-2' 2>/dev/null
 check "after dana's password change her client's refresh: 400 invalid_grant" "400 invalid_grant" "$(refresh "$ORIGIN" "$REFRESH" "$CID") $(json error)"
@@ -683,7 +775,7 @@ consent "$ORIGIN" "$A" allow "$CID" "$R1" >/dev/null
 C7=$(qparam "$(json redirect)" code)
 SECRETS+=("$C7")
 mint "$A" twentieth >/dev/null
-check "a code exchanged when the account has 20 tokens: 400 access_denied" "400 access_denied" \
+check "a code exchanged when the account has 20 tokens: 400 invalid_grant (RFC 6749 has no access_denied there)" "400 invalid_grant" \
     "$(exchange "$ORIGIN" "$C7" "$VERIFIER" "$CID" "$R1") $(json error)"
 check_match "... saying what to do" 'delete one in Agent tokens first' "$(json error_description)"
 
@@ -711,16 +803,46 @@ CB=http://127.0.0.1:40001/callback
 pkce
 check "a metadata document over http without the loopback flag: 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "$DOCS_URL/good.json" "$CB")" -b "$E")"
 check_match "... saying https" 'must be served over https' "$(body)"
+# Addresses that are not public, in every spelling; port 9 has no listener, and none is connected to.
+PRIVATE_MSG='client metadata document is on a private address'
+check "a document at https://[::ffff:7f00:1]:9 (127.0.0.1, IPv4-mapped in hex): 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "https://[::ffff:7f00:1]:9/x" "$CB")" -b "$E")"
+check_match "... on a private address" "$PRIVATE_MSG" "$(body)"
+check "a document at https://[::ffff:a9fe:a9fe] (169.254.169.254, the cloud metadata address): 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "https://[::ffff:a9fe:a9fe]/x" "$CB")" -b "$E")"
+check_match "... on a private address" "$PRIVATE_MSG" "$(body)"
+check "a document at https://100.64.0.1 (shared address space): 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "https://100.64.0.1/x" "$CB")" -b "$E")"
+check_match "... on a private address" "$PRIVATE_MSG" "$(body)"
+started=$(date +%s)
+refused=
+for host in '[::ffff:0:7f00:1]' '[::7f00:1]' '[64:ff9b::a9fe:a9fe]' '[2002:a00:1::1]' '[fec0::1]' '[fd00::1]' '[ff02::1]' '[2001:db8::1]' \
+    '[2001::1]' '[::]' 198.18.0.1 192.0.0.8 0.0.0.0 240.0.0.1 224.0.0.1 10.1.2.3; do
+    oreq GET "$(authz "$ORIGIN" "https://$host:9/x" "$CB")" -b "$E" >/dev/null
+    grep -q "$PRIVATE_MSG" "$TMP/body" || refused+="$host "
+done
+check "mapped, compatible, NAT64, 6to4, site-local, ULA, multicast, documentation, Teredo; 198.18/15, 192.0.0/24, 0/8, 240/4, 224/4: all private" "" "$refused"
+check_match "... all refused without a connection attempt (in well under the 5 s one would take)" '^[0-2]$' "$(($(date +%s) - started))"
+check "addressKind, by inet_pton: every form judged as the address it reaches" \
+    "private private private private private private private private private private private private private loopback loopback loopback public public public public public" \
+    "$(php -r 'require $argv[1]; foreach (array_slice($argv, 2) as $a) { echo HostApi\ClientMetadata::addressKind($a), " "; }' -- "$HOSTAPI/src/bootstrap.php" \
+        ::ffff:7f00:1 ::FFFF:127.0.0.1 ::ffff:0:a00:1 ::a9fe:a9fe 64:ff9b::7f00:1 2002:c0a8:101:: 3fff::1 fe80::1%eth0 \
+        169.254.169.254 172.31.255.255 192.168.0.1 255.255.255.255 not-an-ip 127.0.0.1 127.9.9.9 0:0:0:0:0:0:0:1 \
+        8.8.8.8 ::ffff:808:808 64:ff9b::808:808 2002:808:808::1 2606:4700:4700::1111 | sed 's/ $//')"
 check "with the flag: HOSTAPI_ISSUER is the issuer (its trailing / dropped)" "200 https://app.example.org" \
     "$(oreq GET "$LOOP/.well-known/oauth-authorization-server") $(json issuer)"
+check "... and, the issuer being configured, the metadata is cacheable for 5 minutes" "public,max-age=300" "$(header cache-control)"
+check "with the flag, loopback in another form is still private: https://[::ffff:7f00:1]:9" 400 \
+    "$(oreq GET "$(authz "$LOOP" "https://[::ffff:7f00:1]:9/flag" "$CB")" -b "$E")"
+check_match "... on a private address" "$PRIVATE_MSG" "$(body)"
 check "a good metadata document: the consent screen" 200 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/good.json" "$CB")" -b "$E")"
-check_match "... with the document's name and its host" 'id="client-name">Doc Client \(127\.0\.0\.1\)<' "$(body)"
+check_match "... with the document's name (in <bdi>) and its host" 'id="client-name"><bdi>Doc Client</bdi> \(127\.0\.0\.1\)<' "$(body)"
 check "... the document is cached, by the SHA-256 of its URL" yes \
     "$([ -f "$HOSTAPI_DATA/oauth-metadata/$(sha "$DOCS_URL/good.json").json" ] && echo yes)"
 check "a redirect URI the document does not list: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/good.json" https://evil.example/cb)" -b "$E")"
 sign_in "$LOOP" "$E" "$DOCS_URL/good.json" "$CB"
 check "sign in with the document's client: an access token for HOSTAPI_ACCESS_TOKEN_SECONDS" "fwa_ 120" "${ACCESS:0:4} $(json expires_in)"
 check "... whose resource is the first of HOSTAPI_RESOURCES" "200 erin https://relay.example.org/mcp" "$(vfy "$ACCESS") $(json user) $(json resource)"
+req GET agent-tokens '' -b "$E" >/dev/null
+check "... listed in agent-tokens with the client's name and the host of its document" "Doc Client 127.0.0.1" \
+    "$(php -r '$t = json_decode(file_get_contents($argv[1]), true)[0]; echo $t["client"], " ", $t["clientHost"];' "$TMP/body")"
 consent "$LOOP" "$E" allow "$DOCS_URL/good.json" "$CB" >/dev/null
 check "... and the redirect carries iss = HOSTAPI_ISSUER" https://app.example.org "$(qparam "$(json redirect)" iss)"
 check "a configured second resource: allowed" "200 yes" \
@@ -739,12 +861,36 @@ check_match "... saying so" 'names another client_id' "$(body)"
 check "a document URL that redirects: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/moved.php" "$CB")" -b "$E")"
 check_match "... saying redirects are not followed" 'redirects are not followed' "$(body)"
 check "a missing document: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/none.json" "$CB")" -b "$E")"
+doc none.json "$DOCS_URL/none.json"
+check "... remembered for a minute: refused again although it is there now" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/none.json" "$CB")" -b "$E")"
+check_match "... with the same message" 'could not be fetched \(HTTP 404\)' "$(body)"
+check "... kept as oauth-metadata-failed/<sha256 of URL>.json" yes "$([ -f "$HOSTAPI_DATA/oauth-metadata-failed/$(sha "$DOCS_URL/none.json").json" ] && echo yes)"
+past oauth-metadata-failed "$(sha "$DOCS_URL/none.json")" expiresAt
+check "... and fetched again after the minute: the consent screen" 200 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/none.json" "$CB")" -b "$E")"
+printf '{"client_id":"%s","client_name":"Good \\u202e\\u2066evil","redirect_uris":["%s"]}\n' "$DOCS_URL/bidi.json" "$CB" >"$DOCS/bidi.json"
+check "a document whose client_name has bidi controls: the consent screen" 200 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/bidi.json" "$CB")" -b "$E")"
+check_match "... shows the host alone, as for a document without a name" 'id="client-name"><bdi>127\.0\.0\.1</bdi><' "$(body)"
 started=$(date +%s)
 check "a document that takes 8 seconds: 400 page (our own wait is bounded at 15 s)" 400 \
     "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/slow.php" "$CB")" -b "$E" --max-time 15)"
 took=$(($(date +%s) - started))
 check_match "... the server gave up by itself, after about 5 seconds" '^[4-7]$' "$took"
 check_match "... saying so" 'longer than 5 seconds' "$(body)"
+started=$(date +%s)
+check "the slow document again within the minute: 400 page" 400 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/slow.php" "$CB")" -b "$E" --max-time 15)"
+check "... at once (no worker held 5 s), with the same message" "yes yes" \
+    "$([ $(($(date +%s) - started)) -le 1 ] && echo yes) $(grep -q 'longer than 5 seconds' "$TMP/body" && echo yes)"
+RATE_FETCH="$HOSTAPI_DATA/rate/$(sha 'metadata 127.0.0.1').json" # the limit's record for this address
+rm -f "$RATE_FETCH"
+statuses=
+for i in $(seq 1 31); do
+    oreq GET "$(authz "$LOOP" "$DOCS_URL/missing-$i.json" "$CB")" -b "$E" >/dev/null
+    statuses+="$(grep -q 'Too many client metadata documents' "$TMP/body" && echo limited || echo fetched) "
+done
+check "31 documents fetched for one address: 30 are (404 each), the 31st is refused" "$(printf 'fetched %.0s' $(seq 30))limited " "$statuses"
+check_match "... on the page (400), saying when to try again" 'try again in [0-9]+ minutes' "$(body)"
+check "... while a cached document still works" 200 "$(oreq GET "$(authz "$LOOP" "$DOCS_URL/good.json" "$CB")" -b "$E")"
+rm -f "$RATE_FETCH"
 check "the lock files of families are those of live families" \
     "$(ls "$HOSTAPI_DATA/oauth-families" | sed 's/\.json$//' | sort | tr '\n' ' ')" \
     "$(ls "$HOSTAPI_DATA/locks" | grep '^family-' | sed 's/^family-//; s/\.lock$//' | sort | tr '\n' ' ')"

@@ -646,7 +646,9 @@
   // The account's tokens: created, expires, last used, and Revoke (which stops the token at
   // the agent's next request: the relay is told at once, HOST-API.md). A token that an agent
   // got by signing in (OAuth) carries its client's name and is marked "signed in"; revoking it
-  // signs that agent out for good (it cannot refresh its way back).
+  // signs that agent out for good (it cannot refresh its way back). The name is the client's
+  // own word: isolated in a <bdi>, and followed by the host that vouches for it when the
+  // client is named by a metadata document (clientHost).
   async function listTokens() {
     let tokens;
     try {
@@ -660,9 +662,16 @@
     ui.tokenList.textContent = '';
     for (const t of Array.isArray(tokens) ? tokens : []) {
       const row = document.createElement('tr');
-      const label = t.client || t.name;
+      const label = t.client ? t.client + (t.clientHost ? ' (' + t.clientHost + ')' : '') : t.name;
       const name = document.createElement('td');
-      name.textContent = label;
+      if (t.client) {
+        const who = document.createElement('bdi');
+        who.textContent = t.client;
+        name.appendChild(who);
+        if (t.clientHost) name.appendChild(document.createTextNode(' (' + t.clientHost + ')'));
+      } else {
+        name.textContent = label;
+      }
       if (t.client) {
         const how = document.createElement('span');
         how.className = 'muted small';
