@@ -159,7 +159,8 @@ struct StreamPlan {
   std::string session;
 };
 
-// The agent side of MCP (2025 revisions) as plain logic: what to answer, or
+// The agent side of MCP, both eras (the 2025 revisions here and in
+// mcp_forward.cc, 2026-07-28 in mcp_modern.cc), as plain logic: what to answer, or
 // what to forward, for one request. No sockets, no RPCs; thread-safe (const).
 class McpDispatcher {
  public:

@@ -55,8 +55,9 @@ class RouterShard final : public RouterLinkOwner {
 
   void CancelAll(RouterClient::CancelReason reason) ABSL_LOCKS_EXCLUDED(calls_mu_);
 
-  // The one place where the router's commands are told apart: a call's own
-  // events go to its waiter, the rest to the gateway's sessions.
+  // A batch from this shard, split in two: a call's own events go to its waiter
+  // (this shard's table of calls), the rest to RouterCommands, which tells the
+  // sessions' commands apart.
   void OnBatch(relay::v1::RouterBatch& batch) override;
 
   void OnCallEvent(relay::v1::CallEvent& event) ABSL_LOCKS_EXCLUDED(calls_mu_);

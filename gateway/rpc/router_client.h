@@ -79,8 +79,9 @@ class CallWaiter {
 };
 
 // What the router shards send this gateway (everything but the calls' own
-// events, which go to their CallWaiter). Called on gRPC threads: an
-// implementation posts to the session's executor and returns.
+// events, which go to their CallWaiter). Called on the links' thread (the first
+// I/O thread), link starts on the gRPC thread: an implementation posts to the
+// session's executor and returns.
 class RouterCommandSink {
  public:
   virtual ~RouterCommandSink() = default;

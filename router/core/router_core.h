@@ -72,7 +72,7 @@ struct RouterCounts {
 // event and appends the commands it causes to out, in the order they must be
 // sent; the caller writes them after the call.
 //
-// Not thread-safe: the gRPC service holds one lock around each call (they are
+// Not thread-safe: RouterHub holds one lock around each call (they are
 // short: map operations, no I/O). No gRPC or Asio types, so that whole
 // scenarios are unit-tested with a recording outbox.
 class RouterCore {
