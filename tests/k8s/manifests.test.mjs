@@ -96,7 +96,17 @@ test('each service mounts only its own secrets, and reads its keys from a privat
   }
 });
 
-test('the gRPC ports admit only gateways and operators, the link port gateways only; the Ingress serves /mcp only, unbuffered', () => {
+test('agents sign in at the public URL: the gateways name the Ingress\'s URL and the issuer, and the Ingress serves the metadata', () => {
+  const config = find('ConfigMap', 'relay-config').data;
+  const host = find('Ingress', 'relay').spec.rules[0].host;
+  assert.equal(config.RELAY_PUBLIC_URL, `https://${host}/mcp`, 'the Ingress\'s URL, never a pod\'s');
+  assert.match(config.RELAY_AUTHORIZATION_SERVER, /^https:\/\/[^/]+$/);
+  assert.ok(config.RELAY_ALLOWED_HOSTS.split(',').includes(host));
+  const gateway = find('Deployment', 'gateway').spec.template.spec.containers[0];
+  assert.ok(gateway.envFrom.some((e) => e.configMapRef?.name === 'relay-config'), 'the gateways read it');
+});
+
+test('the gRPC ports admit only gateways and operators, the link port gateways only; the Ingress serves /mcp and the sign-in metadata only, unbuffered', () => {
   assert.ok(find('NetworkPolicy', 'default-deny-ingress'));
   for (const [name, port] of [['router-grpc', 7001], ['authsvc-grpc', 7002]]) {
     const rule = find('NetworkPolicy', name).spec.ingress.find((r) => r.ports.some((p) => p.port === port));
@@ -109,7 +119,11 @@ test('the gRPC ports admit only gateways and operators, the link port gateways o
   assert.equal(router.env.find((e) => e.name === 'RELAY_LINK_LISTEN').value, '0.0.0.0:7003');
   const ingress = find('Ingress', 'relay');
   const paths = ingress.spec.rules.flatMap((r) => r.http.paths);
-  assert.deepEqual(paths.map((p) => [p.path, p.pathType, p.backend.service.name]), [['/mcp', 'Exact', 'gateway']]);
+  assert.deepEqual(paths.map((p) => [p.path, p.pathType, p.backend.service.name]), [
+    ['/mcp', 'Exact', 'gateway'],
+    ['/.well-known/oauth-protected-resource', 'Exact', 'gateway'],
+    ['/.well-known/oauth-protected-resource/mcp', 'Exact', 'gateway'],
+  ]);
   assert.equal(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-buffering'], 'off');
   assert.ok(Number(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-read-timeout']) >= 3600);
 });
