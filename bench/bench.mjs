@@ -7,6 +7,8 @@
 //   bench/run.sh                   saturation (wrk -t1 -c32), then latency against offered
 //                                  load (open loop), the ratios, CPU per call, and the chart
 //   bench/run.sh --seconds 10      length of each saturation run
+//   bench/run.sh --connections 1   wrk's connections in the saturation runs (32): 1 is an agent
+//                                  that calls one tool at a time
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
 //   bench/run.sh --only relay,node --no-sweep
 //                                  a quick look while working: some systems, no load sweep
@@ -24,6 +26,7 @@ import { binDir, repoRoot, startProcess, startStack, waitUntil } from '../tests/
 const { values: opts } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '32' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -103,7 +106,7 @@ async function initialize(url, token) {
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
 async function saturate(system) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
-  const { out } = await run('wrk', ['-t1', '-c32', `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
+  const { out } = await run('wrk', ['-t1', `-c${opts.connections}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
   const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
   const p99 = ms(/\n\s+99%\s+(\S+)/.exec(out)[1]);
@@ -198,7 +201,7 @@ async function compare() {
     // Warm up every path (verification caches, JIT) before measuring.
     for (const s of systems.filter((x) => !x.stateless)) await openLoop(s, 500, 1);
 
-    console.log(`benchmark: wrk -t1 -c32 -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
+    console.log(`benchmark: wrk -t1 -c${opts.connections} -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
     // Rounds alternate the systems, so that a slow minute of this shared machine hits all
     // of them; each system's best round is reported.
     const results = systems.map(() => null);
