@@ -72,24 +72,25 @@ void HttpSession::OnModernEvent(std::string message) {
 void HttpSession::CloseRound() {
   RoundDecision decision =
       state_.dispatcher->DecideRound(account_, *plan_, std::exchange(round_, {}), absl::Now());
+  if (decision.reply && decision.cancel_call) {
+    // The call is taken back before the tab hears anything of this round: the links run on
+    // another I/O thread, and a refusal sent first could reach the tab, whose answer to the
+    // call (caused by that refusal) would then come back and win before the cancel took it.
+    // Only an outcome that was already on its way (the tab answered on its own) still wins.
+    StopTimer();
+    if (state_.router->Cancel(account_, call_ref_, RouterClient::CancelReason::kAgentGone)) {
+      call_ref_ = 0;
+      override_reply_ = std::move(decision.reply);
+    }
+  }
   for (SessionEffect& effect : decision.to_tab) {
     PostDecision answer;
     answer.session = plan_->request.session_id;
     answer.effect = std::move(effect);
     Apply(answer);
   }
-  if (!decision.reply) {
-    return;  // answered from what the agent had sent; the call goes on
-  }
-  if (decision.cancel_call) {
-    // Only when the cancellation takes the call: an outcome already on its
-    // way (the tab answered meanwhile) is the agent's answer.
-    StopTimer();
-    if (state_.router->Cancel(account_, call_ref_, RouterClient::CancelReason::kAgentGone)) {
-      call_ref_ = 0;
-      override_reply_ = std::move(decision.reply);
-    }
-    return;
+  if (!decision.reply || decision.cancel_call) {
+    return;  // answered from what the agent had sent (the call goes on), or cancelled above
   }
   // The call waits in the tab for the retry, which may come to any gateway;
   // unless it ended meanwhile, and its outcome, on its way, answers instead.
