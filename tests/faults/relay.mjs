@@ -159,8 +159,20 @@ export class Relay {
     for (const host of GATEWAYS) this.gatewayPorts[host] = await this.startGateway(host);
   }
 
-  // kill -9, then (after pauseMs) the same service again on the same ports.
-  async killAndRestart(host, pauseMs) {
+  // kill -9, then (after pauseMs) the same service again on the same ports. One at a time per
+  // host: a second kill of a host whose restart is still starting (a gateway listens only once
+  // its links are up, up to 5 s while a shard is partitioned) waits for that restart, then
+  // kills what it started; else it would kill the dead process again and start a second one on
+  // the same port (EADDRINUSE).
+  killAndRestart(host, pauseMs) {
+    this.restarting ??= {};
+    const previous = this.restarting[host] ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(() => this.killAndRestartNow(host, pauseMs));
+    this.restarting[host] = run;
+    return run;
+  }
+
+  async killAndRestartNow(host, pauseMs) {
     const old = this.procs[host];
     old.signal('SIGKILL');
     await old.exitPromise;
