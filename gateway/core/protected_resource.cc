@@ -113,7 +113,9 @@ std::string ProtectedResource::Challenge(bool token_sent) const {
 }
 
 bool ProtectedResource::Accepts(absl::string_view token_resource) const {
-  if (!enabled() || token_resource.empty()) {
+  // The host API names the resource as it was asked for, which is almost always the public
+  // URL as published: equal bytes need no canonical form (no allocation per request).
+  if (!enabled() || token_resource.empty() || token_resource == public_url_) {
     return true;
   }
   return Canonical(token_resource) == public_url_;
