@@ -7,106 +7,45 @@
 //   bench/run.sh                   saturation (wrk -t1 -c32), then latency against offered
 //                                  load (open loop), the ratios, CPU per call, and the chart
 //   bench/run.sh --seconds 10      length of each saturation run
-//   bench/run.sh --connections 1   wrk's connections in the saturation runs (32): 1 is an agent
+//   bench/run.sh --concurrency 1   wrk's connections in the saturation runs (32): 1 is an agent
 //                                  that calls one tool at a time
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
 //   bench/run.sh --only relay,node --no-sweep
 //                                  a quick look while working: some systems, no load sweep
-//   bench/run.sh --memory 2000     N idle tabs and N idle GET streams against one gateway:
-//                                  resident memory per connection
+//   bench/run.sh --connections 2000,5000,max
+//                                  idle tabs, GET and listen streams against one gateway, in
+//                                  batches and all at once: memory per connection, and a trickle
+//                                  of calls' p50/p99 with the gateway empty and full
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import os from 'node:os';
-import { binDir, repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
+import { binDir, repoRoot, startStack } from '../tests/e2e/lib/stack.mjs';
+import { callBody, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText, startEchoTab, startPeer, wrkScript } from './lib.mjs';
+import { connections } from './connections.mjs';
 
 const { values: opts } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '32' },
+    concurrency: { type: 'string', default: '32' },
+    connections: { type: 'string' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
     only: { type: 'string', default: 'relay,modern,node,ts' },
     'no-sweep': { type: 'boolean', default: false },
-    memory: { type: 'string' },
     machine: { type: 'boolean', default: false },
     out: { type: 'string', default: join(repoRoot, 'docs', 'perf') },
   },
 });
 const seconds = Number(opts.seconds);
-const shared = resolve(repoRoot, '..', 'shared', 'bench');
-const modules = join(repoRoot, 'tests', 'node_modules');
-const node = process.execPath;
-const nodeEnv = { BENCH_MODULES: modules };
-const origin = 'http://editor.test';
-const wrkScript = join(shared, 'tools-call.lua');
-const callBody = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}';
-
-// CPU seconds (user + system) a process has used so far, from /proc.
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-
-async function run(command, args, env = {}) {
-  return new Promise((resolveRun, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env } });
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
-    child.on('exit', (code) => (code === 0 ? resolveRun({ out, pid: child.pid }) : reject(new Error(`${command} exited ${code}: ${out}`))));
-  });
-}
-
-function ms(text) {
-  const m = /([\d.]+)(us|ms|s)/.exec(text);
-  if (!m) return NaN;
-  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1);
-}
-
-// Starts a Node peer and waits for its "listening on" line.
-async function startPeer(name, script, args) {
-  const proc = startProcess(name, node, [join(shared, script), ...args], { env: nodeEnv });
-  const match = await proc.waitForLine((l) => /listening on 127\.0\.0\.1:(\d+)/.exec(l), `${name} listening`);
-  proc.port = Number(match[1]);
-  return proc;
-}
-
-async function startEchoTab(name, wsUrl, ticket) {
-  const proc = startProcess(name, node, [join(shared, 'echo-tab.mjs'), wsUrl, origin, ticket], { env: nodeEnv });
-  await proc.waitForLine((l) => l.startsWith('tab on as'), `${name} on`);
-  return proc;
-}
-
-async function initialize(url, token) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } }),
-  });
-  const sid = res.headers.get('mcp-session-id');
-  await res.text();
-  await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-  }).then((r) => r.text());
-  return sid;
-}
-
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
 async function saturate(system) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
-  const { out } = await run('wrk', ['-t1', `-c${opts.connections}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
+  const { out } = await run('wrk', ['-t1', `-c${opts.concurrency}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
   const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
   const p99 = ms(/\n\s+99%\s+(\S+)/.exec(out)[1]);
@@ -117,22 +56,12 @@ async function saturate(system) {
   return { name: system.name, rps, p50, p99, non2xx, errors, cpu };
 }
 
-// The load generator's sleeping thread: how often the machine woke it late during the point.
-const stallText = (p) => `sleeper woken ≥ 2 ms late ${p.stalls_2ms}× (longest ${p.stall_max_ms.toFixed(1)} ms)`;
-
 // How often this machine stops a busy core: with every core spinning, the gaps in which one
 // did not run. Any call in flight there waits out the gap, so these bound any server's tail.
 async function machine(probeSeconds = 5) {
   const { out } = await run(join(binDir, 'relay-stallprobe'), [`--seconds=${probeSeconds}`]);
   const cores = out.trim().split('\n').map((line) => JSON.parse(line));
   console.log(`\nthis machine with every core busy for ${probeSeconds} s (relay-stallprobe): ${cores.map((c) => `core ${c.cpu} stopped ${c.gaps_2ms}× for ≥ 2 ms and ${c.gaps_1ms}× for ≥ 1 ms, longest ${c.longest_ms.toFixed(1)} ms, ${(c.lost_ms / (probeSeconds * 10)).toFixed(2)} % of the time lost`).join('; ')}`);
-}
-
-async function openLoop(system, rate, loadSeconds) {
-  const headers = ['Accept: application/json, text/event-stream', `Mcp-Session-Id: ${system.sid}`, 'MCP-Protocol-Version: 2025-11-25'];
-  if (system.token) headers.push(`Authorization: Bearer ${system.token}`);
-  const { out } = await run(join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, '--connections=64', `--body=${callBody}`, `--headers=${headers.join('|')}`]);
-  return JSON.parse(out.trim().split('\n').pop());
 }
 
 function chart(series, file) {
@@ -201,7 +130,7 @@ async function compare() {
     // Warm up every path (verification caches, JIT) before measuring.
     for (const s of systems.filter((x) => !x.stateless)) await openLoop(s, 500, 1);
 
-    console.log(`benchmark: wrk -t1 -c${opts.connections} -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
+    console.log(`benchmark: wrk -t1 -c${opts.concurrency} -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
     // Rounds alternate the systems, so that a slow minute of this shared machine hits all
     // of them; each system's best round is reported.
     const results = systems.map(() => null);
@@ -275,70 +204,8 @@ async function compare() {
   }
 }
 
-// N idle tabs and N idle GET streams against one gateway: its resident memory per connection.
-async function memory(n) {
-  const stack = await startStack({ gateways: 1, users: [] });
-  const { default: WebSocket } = await import(join(modules, 'ws', 'index.js'));
-  const http = await import('node:http');
-  const open = [];
-  try {
-    const gw = stack.gateways[0];
-    const pid = gw.child.pid;
-    // N accounts (a tab per account: a second tab of one account displaces the first) and
-    // a ticket for each, made in one PHP process.
-    console.log(`making ${n} accounts and tickets in the reference host API…`);
-    const php = `require '${join(repoRoot, 'hostapi', 'src', 'bootstrap.php')}';
-      $store = HostApi\\Store::fromEnv(); $users = new HostApi\\Users($store); $tickets = new HostApi\\Tickets($store, $users);
-      for ($i = 0; $i < ${n}; $i++) { $users->add("m$i", "memory-bench-password", "user"); echo $tickets->mint($users->get("m$i")), "\\n"; }`;
-    const tickets = execFileSync('php', ['-r', php.replace(/\\\\/g, '\\')], { env: { ...process.env, ...stack.hostapiEnv }, maxBuffer: 64 << 20 }).toString().trim().split('\n');
-    stack.secrets.push(...tickets);
-    const settle = () => new Promise((r) => setTimeout(r, 1000));
-    const inBatches = async (count, fn) => {
-      for (let i = 0; i < count; i += 100) {
-        await Promise.all(Array.from({ length: Math.min(100, count - i) }, (_, k) => fn(i + k)));
-      }
-    };
-    // Warm the allocator and the code paths with a few of each first.
-    await settle();
-    const base = rssKiB(pid);
-    await inBatches(n, (i) => new Promise((resolveTab, reject) => {
-      const ws = new WebSocket(gw.wsUrl, { headers: { origin } });
-      ws.on('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket: tickets[i], client: { name: 'memory', version: '0' } } })));
-      ws.on('message', (data) => { if (JSON.parse(data.toString()).id === 1) resolveTab(); });
-      ws.on('error', reject);
-      open.push(() => ws.terminate());
-    }));
-    await settle();
-    const withTabs = rssKiB(pid);
-    stack.passwords.m0 = "memory-bench-password";
-    const token = await stack.mintToken("m0");
-    const url = new URL(gw.url);
-    await inBatches(n, async () => {
-      const sid = await initialize(gw.url, token);
-      await new Promise((resolveStream, reject) => {
-        const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'GET', agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}`, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' } }, (res) => {
-          if (res.statusCode !== 200) reject(new Error(`GET ${res.statusCode}`));
-          else resolveStream();
-        });
-        req.on('error', reject);
-        req.end();
-        open.push(() => req.destroy());
-      });
-    });
-    await settle();
-    const withStreams = rssKiB(pid);
-    const perTab = ((withTabs - base) * 1024) / n / 1024;
-    const perStream = ((withStreams - withTabs) * 1024) / n / 1024;
-    console.log(`gateway resident memory: ${(base / 1024).toFixed(1)} MiB at rest, ${(withTabs / 1024).toFixed(1)} MiB with ${n} idle tabs, ${(withStreams / 1024).toFixed(1)} MiB with ${n} idle GET streams as well`);
-    console.log(`per idle tab WebSocket: ${perTab.toFixed(1)} KiB   per idle GET stream: ${perStream.toFixed(1)} KiB`);
-  } finally {
-    for (const close of open) close();
-    await stack.stop();
-  }
-}
-
-if (opts.memory) {
-  await memory(Number(opts.memory));
+if (opts.connections) {
+  await connections(opts.connections.split(','));
 } else if (opts.machine) {
   await machine();
 } else {

@@ -7,17 +7,25 @@
 // it ("stalls": a vCPU descheduled by the host, or a run queue too long). On a shared virtual
 // machine those stalls, not the server, can set the tail; the figures say how many there were.
 //   relay-loadgen --url http://127.0.0.1:PORT/mcp --rate 5000 --seconds 5 --connections 32
-//                 --header "Name: value" ... --body '{...}'
+//                 --headers "Name: value|Name: value" --body '{...}'
+// With --stdin_headers, each line of standard input is one more set of headers (a bearer token
+// stays off the command line); connection i sends set i modulo their number: one line per
+// account gives each account its own connections. With --closed, each connection sends its next
+// request as soon as the last is answered (an agent calling one tool after another), and the
+// figures add each connection's calls per second: the slowest against the median shows whether
+// an account starves.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <iostream>
 #include <functional>
 #include <optional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -36,6 +44,8 @@ ABSL_FLAG(double, seconds, 5, "how long to send");
 ABSL_FLAG(int, connections, 32, "keep-alive connections");
 ABSL_FLAG(std::string, headers, "", "extra headers, Name: value, separated by |");
 ABSL_FLAG(std::string, body, "", "POST body (GET when empty)");
+ABSL_FLAG(bool, stdin_headers, false, "read one set of headers per line from standard input");
+ABSL_FLAG(bool, closed, false, "closed loop: each connection sends again once answered");
 
 namespace {
 
@@ -53,9 +63,11 @@ struct Figures {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(asio::io_context& io, const asio::ip::tcp::endpoint& endpoint,
-             const std::string& request, Figures& figures, std::function<void(Connection*)> idle)
-      : socket_(io), endpoint_(endpoint), request_(request), figures_(figures),
+             std::string request, Figures& figures, std::function<void(Connection*)> idle)
+      : socket_(io), endpoint_(endpoint), request_(std::move(request)), figures_(figures),
         idle_(std::move(idle)) {}
+
+  uint64_t answered() const { return answered_; }
 
   void Start() {
     socket_.async_connect(endpoint_, [self = shared_from_this()](beast::error_code ec) {
@@ -96,14 +108,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
                        if (self->parser_->get().result_int() != 200) {
                          ++self->figures_.non_200;
                        }
+                       ++self->answered_;
                        self->idle_(self.get());
                      });
   }
 
   asio::ip::tcp::socket socket_;
   asio::ip::tcp::endpoint endpoint_;
-  const std::string& request_;
+  const std::string request_;
   Figures& figures_;
+  uint64_t answered_ = 0;
   std::function<void(Connection*)> idle_;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
@@ -182,17 +196,31 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string body = absl::GetFlag(FLAGS_body);
-  std::string request = absl::StrCat(body.empty() ? "GET " : "POST ", target, " HTTP/1.1\r\nHost: ",
-                                     authority, "\r\n");
-  for (absl::string_view header :
-       absl::StrSplit(absl::GetFlag(FLAGS_headers), '|', absl::SkipWhitespace())) {
-    absl::StrAppend(&request, header, "\r\n");
+  auto make_request = [&](absl::string_view headers) {
+    std::string request = absl::StrCat(body.empty() ? "GET " : "POST ", target,
+                                       " HTTP/1.1\r\nHost: ", authority, "\r\n");
+    for (absl::string_view header : absl::StrSplit(headers, '|', absl::SkipWhitespace())) {
+      absl::StrAppend(&request, header, "\r\n");
+    }
+    if (!body.empty()) {
+      absl::StrAppend(&request, "Content-Type: application/json\r\nContent-Length: ", body.size(),
+                      "\r\n");
+    }
+    absl::StrAppend(&request, "\r\n", body);
+    return request;
+  };
+  std::vector<std::string> requests;
+  if (absl::GetFlag(FLAGS_stdin_headers)) {
+    for (std::string line; std::getline(std::cin, line);) {
+      if (!line.empty()) {
+        requests.push_back(make_request(absl::StrCat(absl::GetFlag(FLAGS_headers), "|", line)));
+      }
+    }
   }
-  if (!body.empty()) {
-    absl::StrAppend(&request, "Content-Type: application/json\r\nContent-Length: ", body.size(),
-                    "\r\n");
+  if (requests.empty()) {
+    requests.push_back(make_request(absl::GetFlag(FLAGS_headers)));
   }
-  absl::StrAppend(&request, "\r\n", body);
+  const bool closed = absl::GetFlag(FLAGS_closed);
 
   asio::io_context io(1);
   asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host_port[0]),
@@ -200,7 +228,18 @@ int main(int argc, char** argv) {
   Figures figures;
   std::deque<Clock::time_point> due;  // scheduled, waiting for an idle connection
   std::vector<Connection*> idle;
+  bool sending = false;  // closed loop: while the clock runs
+  uint64_t issued = 0;
   auto on_idle = [&](Connection* c) {
+    if (closed) {
+      if (sending) {
+        ++issued;
+        c->Send(Clock::now());
+      } else {
+        idle.push_back(c);  // connected: it starts with the clock
+      }
+      return;
+    }
     if (!due.empty()) {
       Clock::time_point next = due.front();
       due.pop_front();
@@ -211,7 +250,8 @@ int main(int argc, char** argv) {
   };
   std::vector<std::shared_ptr<Connection>> connections;
   for (int i = 0; i < absl::GetFlag(FLAGS_connections); ++i) {
-    connections.push_back(std::make_shared<Connection>(io, endpoint, request, figures, on_idle));
+    connections.push_back(std::make_shared<Connection>(
+        io, endpoint, requests[static_cast<size_t>(i) % requests.size()], figures, on_idle));
     connections.back()->Start();
   }
   // Let the connections open before the clock starts.
@@ -221,8 +261,8 @@ int main(int argc, char** argv) {
   const double rate = absl::GetFlag(FLAGS_rate);
   const auto interval = std::chrono::duration<double>(1.0 / rate);
   const Clock::time_point start = Clock::now();
-  const uint64_t total = static_cast<uint64_t>(rate * absl::GetFlag(FLAGS_seconds));
-  uint64_t issued = 0;
+  const uint64_t total =
+      closed ? 0 : static_cast<uint64_t>(rate * absl::GetFlag(FLAGS_seconds));
   asio::steady_timer timer(io);
   std::function<void()> tick = [&] {
     Clock::time_point now = Clock::now();
@@ -246,11 +286,20 @@ int main(int argc, char** argv) {
     }
   };
   StallMeter stalls;
-  tick();
+  if (closed) {
+    sending = true;
+    for (Connection* c : std::exchange(idle, {})) {
+      ++issued;
+      c->Send(start);
+    }
+  } else {
+    tick();
+  }
   // Send for the duration, then give the last answers up to 5 s.
   const auto end = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds)));
   io.run_until(end);
+  sending = false;
   while (figures.latencies_us.size() + figures.errors < issued &&
          Clock::now() < end + std::chrono::seconds(5)) {
     io.restart();
@@ -260,11 +309,17 @@ int main(int argc, char** argv) {
   stalls.Stop();
   std::vector<double>& l = figures.latencies_us;
   std::sort(l.begin(), l.end());
+  // Each connection's answers per second: the slowest, and the median.
+  std::vector<double> per_connection;
+  for (const auto& c : connections) {
+    per_connection.push_back(static_cast<double>(c->answered()) / elapsed);
+  }
+  std::sort(per_connection.begin(), per_connection.end());
   std::printf(
       "{\"offered\":%.0f,\"sent\":%llu,\"completed\":%zu,\"errors\":%llu,\"non200\":%llu,"
       "\"achieved\":%.0f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
       "\"max_ms\":%.3f,\"stalls_1ms\":%llu,\"stalls_2ms\":%llu,\"stall_max_ms\":%.3f,"
-      "\"stall_total_ms\":%.1f}\n",
+      "\"stall_total_ms\":%.1f,\"connection_min_rps\":%.2f,\"connection_median_rps\":%.2f}\n",
       rate, static_cast<unsigned long long>(issued), l.size(),
       static_cast<unsigned long long>(figures.errors),
       static_cast<unsigned long long>(figures.non_200), l.size() / elapsed,
@@ -272,6 +327,6 @@ int main(int argc, char** argv) {
       Percentile(l, 0.999) / 1000, l.empty() ? 0.0 : l.back() / 1000,
       static_cast<unsigned long long>(stalls.at_least_1ms()),
       static_cast<unsigned long long>(stalls.at_least_2ms()), stalls.longest_ms(),
-      stalls.total_ms());
+      stalls.total_ms(), per_connection.front(), Percentile(per_connection, 0.5));
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "common/flags.h"
 #include "common/grpc_tls.h"
 #include "common/log.h"
+#include "common/process_limits.h"
 #include "common/secret_file.h"
 #include "common/signals.h"
 #include "gateway/gateway.h"
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   common::SetLogService("gateway");
   common::ParseFlagsWithEnv(argc, argv);
+  // Every connection is a descriptor: run with the most the system allows this process.
+  common::RaiseOpenFileLimitAndLog();
 
   gateway::GatewayConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);

@@ -7,13 +7,14 @@
 
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
-#include "common/flags.h"
 #include "common/cq_loop.h"
+#include "common/flags.h"
 #include "common/grpc_server.h"
 #include "common/grpc_tls.h"
 #include "common/health_service.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/process_limits.h"
 #include "common/signals.h"
 #include "router/net/gateway_links.h"
 #include "router/rpc/admin_service.h"
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   common::SetLogService("router");
   common::ParseFlagsWithEnv(argc, argv);
+  // Every connection is a descriptor: run with the most the system allows this process.
+  common::RaiseOpenFileLimitAndLog();
 
   router::RouterCoreOptions options;
   options.max_inflight_per_account =

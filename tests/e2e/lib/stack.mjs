@@ -45,9 +45,12 @@ class Proc {
     this.group = options.group ?? false;
     this.child = spawn(command, args, {
       env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: options.group ?? false,
     });
+    // Secrets a process needs in bulk (the benchmark's tickets) go by its standard input,
+    // never by its arguments or a file.
+    if (options.stdin !== undefined) this.child.stdin.end(options.stdin);
     for (const stream of [this.child.stdout, this.child.stderr]) {
       let partial = '';
       stream.setEncoding('utf8');

@@ -1,0 +1,92 @@
+// bench.mjs --connections: idle connections against one gateway, with a trickle of calls
+// through it. A third of them are tab WebSockets, a third 2025-11-25 GET streams, a third
+// 2026-07-28 listen streams, each of its own account (a second tab of one account would
+// displace the first). They arrive in batches of 100, or all at once as a restarted gateway's
+// tabs do. Prints the gateway's resident memory per connection, its high-water mark during the
+// arrival, and the trickle's p50/p99 with the gateway empty and full, with the bars beside them.
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
+import { initialize, makeAccounts, node, nodeEnv, openLoop, rssKiB, startEchoTab, stallText } from './lib.mjs';
+
+const kTrickleRate = 200;  // calls/s through the gateway while it fills
+const kTrickleSeconds = 5;
+const kBarKiB = 3;
+const kBarP99 = 1.2;
+const kinds = ['tab', 'get', 'listen'];
+
+// The most connections one gateway may hold here: its descriptor limit, less what it needs
+// for itself (links, listeners, the trickle).
+export function mostConnections() {
+  const hard = Number(/Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 1024);
+  return Math.floor((hard - 1000) / 3) * 3;
+}
+
+async function gatewayCounts(gw) {
+  const text = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
+  const kind = (k) => Number(new RegExp(`^relay_gateway_connections_by_kind\\{kind="${k}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { tabs: kind('tab'), streams: kind('agent_stream') };
+}
+
+// One gateway, filled with total idle connections arriving in batches (batch 100) or at once
+// (batch 0). Returns the figures.
+async function fill(total, batch) {
+  const per = Math.floor(total / 3);
+  const stack = await startStack({ gateways: 1, users: ['bench'] });
+  const holders = [];
+  try {
+    const gw = stack.gateways[0];
+    const pid = gw.child.pid;
+    const token = await stack.mintToken('bench');
+    holders.push(await startEchoTab('echo tab', gw.wsUrl, await stack.ticket('bench')));
+    const system = { url: gw.url, token, sid: await initialize(gw.url, token) };
+    const accounts = makeAccounts(stack, per, 'c');
+    await openLoop(system, kTrickleRate, 1);  // warm the path
+    const empty = await openLoop(system, kTrickleRate, kTrickleSeconds);
+    const rssEmpty = rssKiB(pid);
+
+    // The arrival, with the gateway's resident memory sampled for its high-water mark.
+    let peak = rssEmpty;
+    const sampler = setInterval(() => { peak = Math.max(peak, rssKiB(pid)); }, 50);
+    const started = Date.now();
+    for (const kind of kinds) {
+      const credentials = accounts.map((a) => (kind === 'tab' ? a.ticket : a.token)).join('\n') + '\n';
+      holders.push(startProcess(`hold ${kind}`, node, [join(repoRoot, 'bench', 'hold.mjs'), kind, gw.url, String(batch)], { env: nodeEnv, stdin: credentials }));
+    }
+    const held = await Promise.all(holders.slice(1).map((h) => h.waitForLine((l) => /^held (\d+) in (\d+) ms, (\d+) attempts/.exec(l), `${h.name} to hold its connections`, 600000)));
+    const arrivalMs = Date.now() - started;
+    await waitUntil(async () => {
+      const c = await gatewayCounts(gw);
+      return c.tabs === per + 1 && c.streams === 2 * per;
+    }, 'the gateway to count every connection', 60000);
+    clearInterval(sampler);
+    peak = Math.max(peak, rssKiB(pid));
+    const full = await openLoop(system, kTrickleRate, kTrickleSeconds);
+    const rssFull = rssKiB(pid);
+    return {
+      total: 3 * per, batch, arrivalMs, attempts: held.reduce((a, m) => a + Number(m[3]), 0),
+      rssEmpty, rssFull, peak, empty, full,
+      perConnection: (rssFull - rssEmpty) / (3 * per),
+    };
+  } finally {
+    await Promise.all(holders.map((h) => h.stop()));
+    await stack.stop();
+  }
+}
+
+export async function connections(levels) {
+  const most = mostConnections();
+  console.log(`connections per gateway: a third tabs, a third GET streams, a third listen streams, each of its own account; a trickle of ${kTrickleRate} calls/s through the same gateway to a tab on it (${kTrickleSeconds} s, empty and full). This process may hold ${most + 1000} descriptors, so one gateway is filled to ${most} at most.\n`);
+  const rows = [];
+  for (const level of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
+    for (const batch of [100, 0]) {
+      const r = await fill(level, batch);
+      rows.push(r);
+      const how = batch ? 'in batches of 100' : 'all at once';
+      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.empty.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]; full: ${stallText(r.full)})${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}`);
+    }
+  }
+  const worst = Math.max(...rows.map((r) => r.perConnection));
+  console.log(`\n100,000 connections at the worst figure measured (${worst.toFixed(2)} KiB each): ${(worst * 100000 / 1024).toFixed(0)} MiB of gateway memory beyond its base; at ${most} connections per gateway (this machine's descriptor limit) that is ${Math.ceil(100000 / most)} gateways.`);
+  return rows;
+}

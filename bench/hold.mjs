@@ -1,0 +1,105 @@
+// Holds idle connections open against one gateway, for bench.mjs --connections.
+//   node hold.mjs KIND URL BATCH < credentials
+// KIND: tab (a tab WebSocket that said hello), get (a 2025-11-25 session's GET stream) or listen
+// (a 2026-07-28 subscriptions/listen stream). Standard input: one credential per line, a ticket
+// for tabs, a bearer token for streams; one connection each. BATCH: how many are opened at a
+// time (0: all at once, as a restarted gateway's tabs come back). A connection refused (the
+// relay busy, authsvc shedding) is tried again after 0.2–1 s, as the editor's page would.
+// Prints `held N in MS ms, A attempts` once every connection is open, then holds them until
+// it is ended. Never prints a credential.
+import { createRequire } from 'node:module';
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+
+const require = createRequire(`${process.env.BENCH_MODULES.replace(/\/$/, '')}/`);
+const WebSocket = require('ws');
+const [kind, url, batchText] = process.argv.slice(2);
+const credentials = readFileSync(0, 'utf8').split('\n').filter(Boolean);
+const batch = Number(batchText) || credentials.length;
+const target = new URL(url);
+const origin = 'http://editor.test';
+const held = [];
+let attempts = 0;
+let lastError = '';
+
+function request(method, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method, agent: false, headers }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const jsonHeaders = (token, version) => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  authorization: `Bearer ${token}`,
+  ...(version ? { 'mcp-protocol-version': version } : {}),
+});
+
+async function readAll(res) {
+  let text = '';
+  for await (const chunk of res) text += chunk;
+  return text;
+}
+
+// Resolves once the connection is open and idle; rejects with what went wrong.
+const open = {
+  tab: (ticket) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(url.replace(/^http/, 'ws'), { headers: { origin }, perMessageDeflate: false });
+    ws.on('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client: { name: 'bench-hold', version: '0' } } })));
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString());
+      if (m.id !== 1) return;
+      if (m.result) { held.push(() => ws.terminate()); resolve(); } else { ws.terminate(); reject(new Error(`hello: ${m.error?.message}`)); }
+    });
+    ws.on('close', (code) => reject(new Error(`closed ${code}`)));
+    ws.on('error', reject);
+  }),
+  get: async (token) => {
+    const init = await request('POST', jsonHeaders(token), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench-hold', version: '0' } } }));
+    await readAll(init);
+    if (init.statusCode !== 200) throw new Error(`initialize ${init.statusCode}`);
+    const sid = init.headers['mcp-session-id'];
+    const headers = { ...jsonHeaders(token, '2025-11-25'), 'mcp-session-id': sid };
+    await readAll(await request('POST', headers, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })));
+    const res = await request('GET', { ...headers, accept: 'text/event-stream' });
+    if (res.statusCode !== 200) { res.destroy(); throw new Error(`GET ${res.statusCode}`); }
+    held.push(() => res.destroy());
+  },
+  listen: async (token) => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'bench-hold', version: '0' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const res = await request('POST', { ...jsonHeaders(token, '2026-07-28'), 'mcp-method': 'subscriptions/listen' },
+      JSON.stringify({ jsonrpc: '2.0', id: 'listen:1', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }));
+    if (res.statusCode !== 200) { res.destroy(); throw new Error(`listen ${res.statusCode}`); }
+    // Held once acknowledged: the first event.
+    await new Promise((resolve, reject) => {
+      let text = '';
+      res.on('data', (chunk) => { text += chunk; if (text.includes('\n\n')) { res.removeAllListeners('data'); res.resume(); resolve(); } });
+      res.on('error', reject);
+      res.on('end', () => reject(new Error('listen stream ended')));
+    });
+    held.push(() => res.destroy());
+  },
+}[kind];
+if (!open) throw new Error(`unknown kind ${kind}`);
+
+async function openWithRetry(credential) {
+  for (;;) {
+    attempts += 1;
+    try {
+      return await open(credential);
+    } catch (error) {
+      lastError = String(error.message ?? error);
+      await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
+    }
+  }
+}
+
+const started = Date.now();
+for (let i = 0; i < credentials.length; i += batch) {
+  await Promise.all(credentials.slice(i, i + batch).map(openWithRetry));
+}
+console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts${attempts > held.length ? ` (last refusal: ${lastError})` : ''}`);
+process.on('SIGTERM', () => { for (const close of held) close(); process.exit(0); });
+setInterval(() => {}, 1 << 30);

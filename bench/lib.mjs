@@ -1,0 +1,108 @@
+// What the benchmark's modes share: the peers, the load tools, /proc readings, accounts.
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { binDir, repoRoot, startProcess } from '../tests/e2e/lib/stack.mjs';
+
+export const shared = resolve(repoRoot, '..', 'shared', 'bench');
+export const modules = join(repoRoot, 'tests', 'node_modules');
+export const node = process.execPath;
+export const nodeEnv = { BENCH_MODULES: modules };
+export const origin = 'http://editor.test';
+export const wrkScript = join(shared, 'tools-call.lua');
+export const callBody = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}';
+
+// CPU seconds (user + system) a process has used so far, from /proc.
+export function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+export const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+
+// Runs a command to its end; input, if given, is its standard input (secrets go there).
+export async function run(command, args, env = {}, input = undefined) {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(command, args, { env: { ...process.env, ...env } });
+    child.stdin.end(input ?? '');
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code) => (code === 0 ? resolveRun({ out, pid: child.pid }) : reject(new Error(`${command} exited ${code}: ${out}`))));
+  });
+}
+
+export function ms(text) {
+  const m = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!m) return NaN;
+  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1);
+}
+
+// Starts a Node peer and waits for its "listening on" line.
+export async function startPeer(name, script, args) {
+  const proc = startProcess(name, node, [join(shared, script), ...args], { env: nodeEnv });
+  const match = await proc.waitForLine((l) => /listening on 127\.0\.0\.1:(\d+)/.exec(l), `${name} listening`);
+  proc.port = Number(match[1]);
+  return proc;
+}
+
+export async function startEchoTab(name, wsUrl, ticket) {
+  const proc = startProcess(name, node, [join(shared, 'echo-tab.mjs'), wsUrl, origin, ticket], { env: nodeEnv });
+  await proc.waitForLine((l) => l.startsWith('tab on as'), `${name} on`);
+  return proc;
+}
+
+export async function initialize(url, token) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } }),
+  });
+  const sid = res.headers.get('mcp-session-id');
+  await res.text();
+  await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  }).then((r) => r.text());
+  return sid;
+}
+
+// The load generator's sleeping thread: how often the machine woke it late during the point.
+export const stallText = (p) => `sleeper woken ≥ 2 ms late ${p.stalls_2ms}× (longest ${p.stall_max_ms.toFixed(1)} ms)`;
+
+// relay-loadgen against a system ({url, sid, token}; the token by standard input): open loop at
+// rate, or closed (each connection again once answered) with { closed: true }. sessions: many
+// [sid, token] pairs instead, a connection each.
+export async function openLoop(system, rate, loadSeconds, { connections = 64, closed = false, sessions = null } = {}) {
+  const headers = ['Accept: application/json, text/event-stream', 'MCP-Protocol-Version: 2025-11-25'];
+  const line = ([sid, token]) => [...(sid ? [`Mcp-Session-Id: ${sid}`] : []), ...(token ? [`Authorization: Bearer ${token}`] : [])].join('|');
+  const lines = sessions ?? [[system.sid, system.token]];
+  const { out } = await run(join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, `--connections=${sessions ? sessions.length : connections}`, `--body=${callBody}`, `--headers=${headers.join('|')}`, '--stdin_headers', ...(closed ? ['--closed'] : [])], {}, lines.map(line).join('\n') + '\n');
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+
+// n accounts named prefix0…, each with a tab ticket and an agent token (either may be left out),
+// made in one PHP process of the reference host API: [{ name, ticket, token }]. The password is
+// hashed once and the record copied: hashing it n times would take a minute per 1,000 accounts.
+export function makeAccounts(stack, n, prefix, { tickets = true, tokens = true } = {}) {
+  const php = `require '${join(repoRoot, 'hostapi', 'src', 'bootstrap.php')}';
+    $store = HostApi\\Store::fromEnv(); $users = new HostApi\\Users($store);
+    $tickets = new HostApi\\Tickets($store, $users); $tokens = new HostApi\\Tokens($store, $users);
+    $users->add("${prefix}0", bin2hex(random_bytes(12)), "user"); $template = $users->get("${prefix}0");
+    for ($i = 0; $i < ${n}; $i++) {
+      if ($i > 0) { $store->write('users', "${prefix}$i", [...$template, 'name' => "${prefix}$i", 'uid' => bin2hex(random_bytes(8))]); }
+      $user = $users->get("${prefix}$i");
+      echo ${tickets ? '$tickets->mint($user)' : "'-'"}, ' ', ${tokens ? `$tokens->mint("${prefix}$i", 'bench', null)[1]` : "'-'"}, "\\n";
+    }`;
+  const lines = execFileSync('php', ['-r', php], { env: { ...process.env, ...stack.hostapiEnv }, maxBuffer: 256 << 20 }).toString().trim().split('\n');
+  return lines.map((line, i) => {
+    const [ticket, token] = line.split(' ');
+    stack.secrets.push(...[ticket, token].filter((s) => s !== '-'));
+    return { name: `${prefix}${i}`, ticket: tickets ? ticket : null, token: tokens ? token : null };
+  });
+}
