@@ -6,6 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/flags.h"
 #include "common/grpc_tls.h"
+#include "common/heap_trimmer.h"
 #include "common/log.h"
 #include "common/process_limits.h"
 #include "common/secret_file.h"
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
   common::ParseFlagsWithEnv(argc, argv);
   // Every connection is a descriptor: run with the most the system allows this process.
   common::RaiseOpenFileLimitAndLog();
+  // What a burst of connections freed goes back to the system (common/heap_trimmer.h).
+  common::HeapTrimmer heap_trimmer(absl::Seconds(2), 16 << 20);
 
   gateway::GatewayConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);

@@ -12,6 +12,7 @@
 #include "common/grpc_server.h"
 #include "common/grpc_tls.h"
 #include "common/health_service.h"
+#include "common/heap_trimmer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/process_limits.h"
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
   common::ParseFlagsWithEnv(argc, argv);
   // Every connection is a descriptor: run with the most the system allows this process.
   common::RaiseOpenFileLimitAndLog();
+  // What a burst of connections freed goes back to the system (common/heap_trimmer.h).
+  common::HeapTrimmer heap_trimmer(absl::Seconds(2), 16 << 20);
 
   router::RouterCoreOptions options;
   options.max_inflight_per_account =

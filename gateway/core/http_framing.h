@@ -2,11 +2,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/fifo.h"
 
 namespace relay::gateway {
 
@@ -60,7 +60,7 @@ class OutputQueue {
 
  private:
   const size_t max_bytes_;
-  std::deque<std::string> waiting_;
+  common::Fifo<std::string> waiting_;
   std::vector<std::string> in_flight_;
   size_t queued_bytes_ = 0;  // waiting and in flight
   bool writing_ = false;

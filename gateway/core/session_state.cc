@@ -37,7 +37,7 @@ void EndedSessions::Add(const std::string& session) {
   } else {
     recency_.splice(recency_.begin(), recency_, it->second.recency);
   }
-  std::deque<std::string>& ended = it->second.ended;
+  common::Fifo<std::string>& ended = it->second.ended;
   ended.push_back(session);
   if (ended.size() > per_account_) {
     ended_.erase(ended.front());

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <deque>
 #include <list>
 #include <string>
 
@@ -11,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/fifo.h"
 
 namespace relay::gateway {
 
@@ -29,7 +29,7 @@ class EndedSessions {
 
  private:
   struct Account {
-    std::deque<std::string> ended;  // oldest first
+    common::Fifo<std::string> ended;  // oldest first
     std::list<std::string>::iterator recency;
   };
   void ForgetLeastRecentLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

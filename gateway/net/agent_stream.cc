@@ -1,5 +1,7 @@
 #include "gateway/net/agent_stream.h"
 
+#include <array>
+
 #include <boost/asio/post.hpp>
 
 #include "absl/time/time.h"
@@ -42,27 +44,35 @@ void AgentStream::Run(uint64_t last_event_id) {
 }
 
 void AgentStream::WatchPeer() {
-  scratch_.resize(1024);
-  stream_.socket().async_read_some(
-      asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
+  // Waits for the socket to be readable rather than reading into a buffer: an idle stream
+  // holds no read buffer (tens of thousands of streams per gateway).
+  stream_.socket().async_wait(
+      asio::ip::tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
         if (self->closing_) {
-          // The last chunk is out and this read was cancelled to close.
+          // The last chunk is out and this wait was cancelled to close.
           return CloseLingering(self->stream_, self);
         }
         if (self->ended_) {
           return;
         }
-        if (ec) {
-          // The agent went away: so does the stream.
-          self->Unregister();
-          self->ended_ = true;
-          self->ending_ = true;
-          self->out_.Stop();
-          beast::error_code ignored;
-          self->stream_.socket().close(ignored);
-          return;
+        if (!ec) {
+          // A request on a stream is never answered: what the agent sends is dropped.
+          std::array<char, 1024> dropped;
+          self->stream_.socket().non_blocking(true, ec);
+          if (!ec) {
+            self->stream_.socket().read_some(asio::buffer(dropped), ec);
+          }
+          if (!ec || ec == asio::error::would_block || ec == asio::error::try_again) {
+            return self->WatchPeer();
+          }
         }
-        self->WatchPeer();  // a request on a stream is never answered: dropped
+        // The agent went away (end of stream or an error): so does the stream.
+        self->Unregister();
+        self->ended_ = true;
+        self->ending_ = true;
+        self->out_.Stop();
+        beast::error_code ignored;
+        self->stream_.socket().close(ignored);
       });
 }
 

@@ -81,7 +81,6 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   const std::string token_sha256_;
   const std::optional<ListenFilter> listen_;
   ResponseWriter out_;
-  std::string scratch_;  // what the agent sends on a stream is read and dropped
   uint64_t stream_id_ = 0;
   bool ending_ = false;   // the last chunk is queued: nothing more is
   bool ended_ = false;    // written, or the connection is gone

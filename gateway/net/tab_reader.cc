@@ -6,6 +6,8 @@ namespace beast = boost::beast;
 
 namespace {
 
+// An idle tab waits with a read this small pending: tens of thousands of idle tabs per gateway.
+constexpr size_t kIdleReadChunk = 512;
 constexpr size_t kSmallReadChunk = 2 * 1024;
 constexpr size_t kLargeReadChunk = 64 * 1024;
 
@@ -20,7 +22,9 @@ void TabReader::Start(size_t limit) {
 
 void TabReader::DoRead() {
   ws_.async_read_some(
-      buffer_.prepare(buffer_.size() < kSmallReadChunk ? kSmallReadChunk : kLargeReadChunk),
+      buffer_.prepare(buffer_.size() == 0 ? kIdleReadChunk
+                      : buffer_.size() < kSmallReadChunk ? kSmallReadChunk
+                                                          : kLargeReadChunk),
       [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t bytes) {
         OnRead(ec, bytes);
       });
@@ -43,7 +47,7 @@ void TabReader::OnRead(beast::error_code ec, size_t bytes) {
     }
     std::string text = beast::buffers_to_string(buffer_.data());
     buffer_.consume(buffer_.size());
-    if (buffer_.capacity() > kLargeReadChunk) {
+    if (buffer_.capacity() > kSmallReadChunk) {
       buffer_.shrink_to_fit();  // a large message is not kept for the idle time after it
     }
     owner_.OnTabMessage(std::move(text));

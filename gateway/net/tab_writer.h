@@ -2,7 +2,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "common/fifo.h"
 #include "gateway/net/tab_transport.h"
 
 namespace relay::gateway {
@@ -60,7 +60,7 @@ class TabWriter final : public TabOutput {
   TabStream& ws_;
   Owner& owner_;
   const size_t max_queued_bytes_;
-  std::deque<std::string> outbox_;
+  common::Fifo<std::string> outbox_;
   size_t queued_bytes_ = 0;
   size_t writing_ = 0;  // entries of outbox_ in the write in flight
   bool write_scheduled_ = false;
@@ -69,7 +69,7 @@ class TabWriter final : public TabOutput {
   uint64_t written_ = 0;   // entries ever written
   // Each waits for the entries queued when it asked: {appended_ then, done},
   // in the order they asked (so by that count too).
-  std::deque<std::pair<uint64_t, absl::AnyInvocable<void(boost::beast::error_code)>>> waiters_;
+  common::Fifo<std::pair<uint64_t, absl::AnyInvocable<void(boost::beast::error_code)>>> waiters_;
   std::optional<boost::beast::websocket::close_reason> close_;
   bool close_started_ = false;
 };

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/fifo.h"
 
 namespace relay::router {
 
@@ -115,7 +116,7 @@ class SessionTable {
     int log_level = -1;  // -1: logging/setLevel never called: no account-wide logs
     std::string pending_line;
     uint64_t next_event_id = 1;
-    std::deque<std::pair<uint64_t, std::string>> replay;
+    common::Fifo<std::pair<uint64_t, std::string>> replay;
     size_t replay_bytes = 0;
   };
 

@@ -1,0 +1,70 @@
+#include "common/heap_trimmer.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace relay::common {
+
+namespace {
+
+int64_t ResidentBytes() {
+  long pages_total = 0;
+  long pages_resident = 0;
+  FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) {
+    return 0;
+  }
+  int read = std::fscanf(statm, "%ld %ld", &pages_total, &pages_resident);
+  std::fclose(statm);
+  return read == 2 ? static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE) : 0;
+}
+
+}  // namespace
+
+bool TrimPolicy::ShouldTrim(size_t free_bytes) {
+  if (!started_ || free_bytes < low_) {
+    started_ = true;
+    low_ = free_bytes;
+  }
+  if (free_bytes - low_ < threshold_) {
+    return false;
+  }
+  // Trimming leaves the chunks free in the allocator's books (only their pages go back):
+  // from here, what counts is growth beyond this level.
+  low_ = free_bytes;
+  return true;
+}
+
+size_t AllocatorFreeBytes() { return mallinfo2().fordblks; }
+
+int64_t TrimHeap() {
+  int64_t before = ResidentBytes();
+  malloc_trim(0);
+  return before - ResidentBytes();
+}
+
+HeapTrimmer::HeapTrimmer(absl::Duration period, size_t threshold)
+    : thread_([this, period, threshold] { Run(period, threshold); }) {}
+
+HeapTrimmer::~HeapTrimmer() {
+  stop_.Notify();
+  thread_.join();
+}
+
+void HeapTrimmer::Run(absl::Duration period, size_t threshold) {
+  TrimPolicy policy(threshold);
+  while (!stop_.WaitForNotificationWithTimeout(period)) {
+    size_t free_bytes = AllocatorFreeBytes();
+    if (policy.ShouldTrim(free_bytes)) {
+      int64_t released = TrimHeap();
+      LogInfo("heap trimmed", {{"free_bytes", static_cast<uint64_t>(free_bytes)},
+                               {"released_bytes", released}});
+    }
+  }
+}
+
+}  // namespace relay::common
