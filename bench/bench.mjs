@@ -16,6 +16,8 @@
 //                                  idle tabs, GET and listen streams against one gateway, in
 //                                  batches and all at once: memory per connection, and a trickle
 //                                  of calls' p50/p99 with the gateway empty and full
+//   bench/run.sh --accounts 1000   1,000 accounts calling at once, a tab and a session each,
+//                                  beside the Node relay: calls/s, p50/p99, the slowest account
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
@@ -25,6 +27,7 @@ import { parseArgs } from 'node:util';
 import os from 'node:os';
 import { binDir, repoRoot, startStack } from '../tests/e2e/lib/stack.mjs';
 import { callBody, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText, startEchoTab, startPeer, wrkScript } from './lib.mjs';
+import { accounts } from './accounts.mjs';
 import { connections } from './connections.mjs';
 
 const { values: opts } = parseArgs({
@@ -32,6 +35,7 @@ const { values: opts } = parseArgs({
     seconds: { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '32' },
     connections: { type: 'string' },
+    accounts: { type: 'string' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -204,7 +208,9 @@ async function compare() {
   }
 }
 
-if (opts.connections) {
+if (opts.accounts) {
+  await accounts(Number(opts.accounts), seconds, Number(opts.rounds));
+} else if (opts.connections) {
   await connections(opts.connections.split(','));
 } else if (opts.machine) {
   await machine();
