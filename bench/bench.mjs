@@ -7,8 +7,8 @@
 //   bench/run.sh                   saturation (wrk -t1 -c32), then latency against offered
 //                                  load (open loop), the ratios, CPU per call, and the chart
 //   bench/run.sh --seconds 10      length of each saturation run
-//   bench/run.sh --concurrency 1   wrk's connections in the saturation runs (32): 1 is an agent
-//                                  that calls one tool at a time
+//   bench/run.sh --concurrency 1   wrk's connections in the saturation runs (32,1: both, in turn):
+//                                  1 is an agent that calls one tool at a time
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
 //   bench/run.sh --only relay,node --no-sweep
 //                                  a quick look while working: some systems, no load sweep
@@ -26,6 +26,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import os from 'node:os';
 import { binDir, repoRoot, startStack } from '../tests/e2e/lib/stack.mjs';
+import { startFixedAnswer } from '../tests/e2e/lib/nginx.mjs';
 import { callBody, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText, startEchoTab, startPeer, wrkScript } from './lib.mjs';
 import { accounts } from './accounts.mjs';
 import { connections } from './connections.mjs';
@@ -33,7 +34,7 @@ import { connections } from './connections.mjs';
 const { values: opts } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '32' },
+    concurrency: { type: 'string', default: '32,1' },
     connections: { type: 'string' },
     accounts: { type: 'string' },
     'load-seconds': { type: 'string', default: '4' },
@@ -47,9 +48,9 @@ const { values: opts } = parseArgs({
 });
 const seconds = Number(opts.seconds);
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
-async function saturate(system) {
+async function saturate(system, concurrency) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
-  const { out } = await run('wrk', ['-t1', `-c${opts.concurrency}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
+  const { out } = await run('wrk', ['-t1', `-c${concurrency}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
   const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
   const p99 = ms(/\n\s+99%\s+(\S+)/.exec(out)[1]);
@@ -134,44 +135,59 @@ async function compare() {
     // Warm up every path (verification caches, JIT) before measuring.
     for (const s of systems.filter((x) => !x.stateless)) await openLoop(s, 500, 1);
 
-    console.log(`benchmark: wrk -t1 -c${opts.concurrency} -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
-    // Rounds alternate the systems, so that a slow minute of this shared machine hits all
-    // of them; each system's best round is reported.
-    const results = systems.map(() => null);
-    const rounds = Array.from({ length: Number(opts.rounds) }, () => ({}));
-    for (let round = 0; round < Number(opts.rounds); round++) {
-      for (const [i, s] of systems.entries()) {
-        let perf = null;
-        if (opts.perf && i === 0 && round === 0) {
-          mkdirSync(opts.out, { recursive: true });
-          perf = spawn('perf', ['record', '-F', '999', '-g', '-o', join(opts.out, 'relay.perf.data'), '-p', s.procs.slice(0, 3).map(([, pid]) => pid).join(','), '--', 'sleep', String(seconds - 1)], { stdio: 'ignore' });
-        }
-        const r = await saturate(s);
-        if (perf) await new Promise((done) => perf.on('exit', done));
-        rounds[round][s.key] = r.rps;
-        if (results[i] === null || r.rps > results[i].rps) results[i] = r;
-      }
-    }
-    const byKey = Object.fromEntries(systems.map((s, i) => [s.key, results[i]]));
-    const { relay, node: nodeR, ts } = byKey;
-    const metric = (text, name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-    const routerMetrics = await (await fetch(stack.routers[0].metricsUrl)).text();
-    const batches = metric(routerMetrics, 'relay_router_link_batches_received_total');
-    const events = metric(routerMetrics, 'relay_router_link_events_received_total');
     const pad = (t, n) => String(t).padEnd(n);
-    console.log(`${pad('system', 26)}${pad('calls/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}CPU per call (µs)`);
-    for (const r of results) {
-      const cpu = r.cpu.map(([n, us]) => `${n} ${us.toFixed(1)}`).join(', ');
-      const total = r.cpu.reduce((a, [, us]) => a + us, 0);
-      console.log(`${pad(r.name, 26)}${pad(Math.round(r.rps), 10)}${pad(r.p50.toFixed(2), 9)}${pad(r.p99.toFixed(2), 9)}${cpu} (total ${total.toFixed(1)})${r.non2xx ? `  NON-2xx: ${r.non2xx}` : ''}${r.errors !== 'none' ? `  socket errors: ${r.errors}` : ''}`);
+    // The relay's own processes (not authsvc, idle once verdicts are kept, nor the tab).
+    const relayCpu = (r) => r.cpu.filter(([n]) => /^(gateway|router)/.test(n)).reduce((a, [, us]) => a + us, 0);
+    const nodeCpu = (r) => r.cpu.filter(([n]) => n === 'node relay').reduce((a, [, us]) => a + us, 0);
+    let first = null;
+    for (const concurrency of opts.concurrency.split(',').map(Number)) {
+      console.log(`benchmark: wrk -t1 -c${concurrency} -d${seconds}s, ${wrkScript.replace(repoRoot + '/', '')}, one session each, ${os.cpus().length} cores shared by everything (wrk and the tabs included); best of ${opts.rounds} alternating rounds\n`);
+      // Rounds alternate the systems, so that a slow minute of this shared machine hits all
+      // of them; each system's best round is reported.
+      const results = systems.map(() => null);
+      const rounds = Array.from({ length: Number(opts.rounds) }, () => ({}));
+      for (let round = 0; round < Number(opts.rounds); round++) {
+        for (const [i, s] of systems.entries()) {
+          let perf = null;
+          if (opts.perf && i === 0 && round === 0 && !first) {
+            mkdirSync(opts.out, { recursive: true });
+            perf = spawn('perf', ['record', '-F', '999', '-g', '-o', join(opts.out, 'relay.perf.data'), '-p', s.procs.slice(0, 3).map(([, pid]) => pid).join(','), '--', 'sleep', String(seconds - 1)], { stdio: 'ignore' });
+          }
+          const r = await saturate(s, concurrency);
+          if (perf) await new Promise((done) => perf.on('exit', done));
+          rounds[round][s.key] = r.rps;
+          if (results[i] === null || r.rps > results[i].rps) results[i] = r;
+        }
+      }
+      const byKey = Object.fromEntries(systems.map((s, i) => [s.key, results[i]]));
+      first = first ?? byKey;
+      const { relay, node: nodeR, ts } = byKey;
+      const metric = (text, name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      const routerMetrics = await (await fetch(stack.routers[0].metricsUrl)).text();
+      const batches = metric(routerMetrics, 'relay_router_link_batches_received_total');
+      const events = metric(routerMetrics, 'relay_router_link_events_received_total');
+      console.log(`${pad('system', 26)}${pad('calls/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}CPU per call (µs)`);
+      for (const r of results) {
+        const cpu = r.cpu.map(([n, us]) => `${n} ${us.toFixed(1)}`).join(', ');
+        const total = r.cpu.reduce((a, [, us]) => a + us, 0);
+        console.log(`${pad(r.name, 26)}${pad(Math.round(r.rps), 10)}${pad(r.p50.toFixed(2), 9)}${pad(r.p99.toFixed(2), 9)}${cpu} (total ${total.toFixed(1)})${r.non2xx ? `  NON-2xx: ${r.non2xx}` : ''}${r.errors !== 'none' ? `  socket errors: ${r.errors}` : ''}`);
+      }
+      console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run so far)`);
+      console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}`);
+      if (relay && nodeR) {
+        // Each round's own ratio too: how far this machine's noise moves it.
+        const perRound = rounds.map((r) => (r.relay / r.node).toFixed(2));
+        console.log(`relay / Node relay in each round: ${perRound.join(', ')} (calls/s ${rounds.map((r) => `${Math.round(r.relay)}/${Math.round(r.node)}`).join(', ')})`);
+        // Issue 29's bars: CPU per call at half the Node process's under load, at most its own
+        // for one call at a time, and there a p50 within 1.15x.
+        const cpuRatio = relayCpu(relay) / nodeCpu(nodeR);
+        const cpuBar = concurrency === 1 ? 1 : 0.5;
+        const p50Ratio = relay.p50 / nodeR.p50;
+        console.log(`CPU per call, gateways and router / Node relay process: ${relayCpu(relay).toFixed(1)} / ${nodeCpu(nodeR).toFixed(1)} µs = ${cpuRatio.toFixed(2)}x [bar ≤ ${cpuBar}: ${cpuRatio <= cpuBar ? 'met' : 'NOT MET'}]   p50 relay / Node relay: ${p50Ratio.toFixed(2)}x${concurrency === 1 ? ` [bar ≤ 1.15: ${p50Ratio <= 1.15 ? 'met' : 'NOT MET'}]` : ''}`);
+      }
+      console.log('');
     }
-    console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run)`);
-    console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}\n`);
-    if (relay && nodeR) {
-      // Each round's own ratio too: how far this machine's noise moves it.
-      const perRound = rounds.map((r) => (r.relay / r.node).toFixed(2));
-      console.log(`relay / Node relay in each round: ${perRound.join(', ')} (calls/s ${rounds.map((r) => `${Math.round(r.relay)}/${Math.round(r.node)}`).join(', ')})\n`);
-    }
+    const { relay, node: nodeR } = first;
     if (opts['no-sweep'] || !relay || !nodeR) return;
 
     // Latency against offered load, open loop, for the relay and the Node relay.
@@ -197,6 +213,16 @@ async function compare() {
       const half = s.points[fractions.indexOf(0.5)];
       console.log(`${s.name} at half its saturation (${Math.round(half.offered)} calls/s): p50 ${half.p50_ms.toFixed(2)} ms, p99 ${half.p99_ms.toFixed(2)} ms (${stallText(half)})`);
     }
+    // The floor: nginx answering a fixed 200 at the relay's half-saturation rate, with the same
+    // generator. The relay's p99 there against this one's says what the relay adds to what the
+    // machine's stops and loopback HTTP cost anyway.
+    const floorProc = await startFixedAnswer(stack.dir);
+    extra.push(floorProc);
+    const relayHalf = series[0].points[fractions.indexOf(0.5)];
+    const floor = await openLoop({ url: floorProc.url, sid: '', token: null }, relayHalf.offered, loadSeconds);
+    const floorRatio = relayHalf.p99_ms / floor.p99_ms;
+    console.log(`floor: nginx answering a fixed 200 at ${Math.round(floor.offered)} calls/s: p50 ${floor.p50_ms.toFixed(2)} ms, p99 ${floor.p99_ms.toFixed(2)} ms (${stallText(floor)}); relay's p99 there / floor's: ${floorRatio.toFixed(2)}x [bar ≤ 1.5: ${floorRatio <= 1.5 ? 'met' : 'NOT MET'}]`);
+    series.push({ name: 'nginx fixed 200 (floor)', points: [floor] });
     await machine();
     const svg = join(opts.out, 'latency-vs-load.svg');
     chart(series, svg);

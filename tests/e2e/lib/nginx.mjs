@@ -100,3 +100,24 @@ export async function startTlsProxy(dir, upstreamPort, files) {
   await waitUntil(accepts, 'nginx (TLS) accepts');
   return nginx;
 }
+
+// nginx answering every request with a fixed 200 and a body the size of a tool call's answer:
+// the benchmark's floor (what loopback HTTP costs on this machine, with no relay behind it).
+export async function startFixedAnswer(dir) {
+  const port = await freePort();
+  const prefix = join(dir, `nginx-fixed-${port}`);
+  mkdirSync(prefix, { recursive: true });
+  writeConf(prefix, `
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      default_type application/json;
+      return 200 '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}';
+    }
+  }`);
+  const nginx = startProcess('nginx fixed 200', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
+  nginx.port = port;
+  nginx.url = `http://127.0.0.1:${port}/mcp`;
+  await waitUntil(async () => (await fetch(nginx.url)).status === 200, 'nginx answers');
+  return nginx;
+}
