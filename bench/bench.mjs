@@ -18,6 +18,9 @@
 //                                  of calls' p50/p99 with the gateway empty and full
 //   bench/run.sh --accounts 1000   1,000 accounts calling at once, a tab and a session each,
 //                                  beside the Node relay: calls/s, p50/p99, the slowest account
+//   bench/run.sh --rebuild 2000,10000
+//                                  N tabs announced to a router shard, kill -9 and restart: the
+//                                  time until every tab is routable again, memory per tab
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
@@ -30,6 +33,7 @@ import { startFixedAnswer } from '../tests/e2e/lib/nginx.mjs';
 import { callBody, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText, startEchoTab, startPeer, wrkScript } from './lib.mjs';
 import { accounts } from './accounts.mjs';
 import { connections } from './connections.mjs';
+import { rebuilds } from './rebuild.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -37,6 +41,7 @@ const { values: opts } = parseArgs({
     concurrency: { type: 'string', default: '32,1' },
     connections: { type: 'string' },
     accounts: { type: 'string' },
+    rebuild: { type: 'string' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -236,6 +241,8 @@ async function compare() {
 
 if (opts.accounts) {
   await accounts(Number(opts.accounts), seconds, Number(opts.rounds));
+} else if (opts.rebuild) {
+  await rebuilds(opts.rebuild.split(','));
 } else if (opts.connections) {
   await connections(opts.connections.split(','));
 } else if (opts.machine) {

@@ -17,10 +17,8 @@ const kinds = ['tab', 'get', 'listen'];
 
 // The most connections one gateway may hold here: its descriptor limit, less what it needs
 // for itself (links, listeners, the trickle).
-export function mostConnections() {
-  const hard = Number(/Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 1024);
-  return Math.floor((hard - 1000) / 3) * 3;
-}
+export const openFileLimit = () => Number(/Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 1024);
+export const mostConnections = () => Math.floor((openFileLimit() - 1000) / 3) * 3;
 
 async function gatewayCounts(gw) {
   const text = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
@@ -76,7 +74,7 @@ async function fill(total, batch) {
 
 export async function connections(levels) {
   const most = mostConnections();
-  console.log(`connections per gateway: a third tabs, a third GET streams, a third listen streams, each of its own account; a trickle of ${kTrickleRate} calls/s through the same gateway to a tab on it (${kTrickleSeconds} s, empty and full). This process may hold ${most + 1000} descriptors, so one gateway is filled to ${most} at most.\n`);
+  console.log(`connections per gateway: a third tabs, a third GET streams, a third listen streams, each of its own account; a trickle of ${kTrickleRate} calls/s through the same gateway to a tab on it (${kTrickleSeconds} s, empty and full). A process here may hold ${openFileLimit()} descriptors, so one gateway is filled to ${most} at most.\n`);
   const rows = [];
   for (const level of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
     for (const batch of [100, 0]) {

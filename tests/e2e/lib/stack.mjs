@@ -282,6 +282,21 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     return gateway;
   };
 
+  // Starts router i again, with its arguments, on its ports (after a kill or a stop).
+  stack.restartRouter = async (i) => {
+    const old = stack.routers[i];
+    const args = old.child.spawnargs.slice(1).map((a) => a.startsWith('--listen=') ? `--listen=127.0.0.1:${old.port}`
+      : a.startsWith('--link_listen=') ? `--link_listen=127.0.0.1:${old.linkPort}` : a);
+    const router = startProcess(`${old.name}b`, join(binDir, 'relay-router'), args);
+    stack.procs.push(router);
+    router.port = await router.listeningPort();
+    router.linkPort = Number((await router.waitForLine((l) => /"msg":"links listening".*"port":(\d+)/.exec(l), 'router link port'))[1]);
+    const metrics = await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'router metrics port');
+    router.metricsUrl = `http://127.0.0.1:${metrics[1]}/metrics`;
+    stack.routers[i] = router;
+    return router;
+  };
+
   // Stops the host API; restart() brings it back on the same port.
   stack.stopHostApi = async () => { await stack.hostapi.stop(); };
   stack.restartHostApi = async () => {

@@ -1,0 +1,66 @@
+// bench.mjs --rebuild N[,N…]: a router shard rebuilt from the gateways. N tabs (real tab
+// WebSockets, each of its own account, spread over as many gateways as the descriptor limit
+// needs) announced to one shard; then `kill -9` of the shard and its restart on the same ports:
+// the time until it routes every tab again (its relay_router_tabs gauge back at N), counted
+// from the restart and from the kill, and the shard's resident memory per tab. Real sockets end
+// at this machine's descriptor limit; beyond it, a load tool speaking the link as a gateway
+// would is still to be written (docs/performance.md).
+import { join } from 'node:path';
+import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
+import { makeAccounts, node, nodeEnv, rssKiB } from './lib.mjs';
+import { mostConnections } from './connections.mjs';
+
+const kBarSeconds = 2;
+const kBarKiB = 1;
+
+async function routerTabs(router) {
+  try {
+    const text = await (await fetch(router.metricsUrl)).text();
+    return Number(/^relay_router_tabs (\S+)$/m.exec(text)?.[1] ?? -1);
+  } catch {
+    return -1;  // not listening yet
+  }
+}
+
+async function rebuild(n) {
+  const perGateway = mostConnections();
+  const gateways = Math.ceil(n / perGateway);
+  const stack = await startStack({ gateways, users: [] });
+  const holders = [];
+  try {
+    const router = stack.routers[0];
+    const rest = rssKiB(router.child.pid);
+    const accounts = makeAccounts(stack, n, 't', { tokens: false });
+    const started = Date.now();
+    for (let g = 0; g < gateways; g++) {
+      const mine = accounts.slice(g * perGateway, (g + 1) * perGateway);
+      holders.push(startProcess(`tabs on gateway ${g + 1}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', stack.gateways[g].url, '500'], { env: nodeEnv, stdin: mine.map((a) => a.ticket).join('\n') + '\n' }));
+    }
+    await Promise.all(holders.map((h) => h.waitForLine((l) => l.startsWith('held'), `${h.name} to hold its tabs`, 1200000)));
+    await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 120000);
+    const arrivedMs = Date.now() - started;
+    const full = rssKiB(router.child.pid);
+
+    const killedAt = Date.now();
+    await router.stop('SIGKILL');
+    const restarted = await stack.restartRouter(0);
+    const restartedAt = Date.now();
+    let polls = 0;
+    await waitUntil(async () => { polls++; return (await routerTabs(restarted)) === n; }, `the restarted router to count ${n} tabs`, 120000);
+    const routableAt = Date.now();
+    const rebuilt = rssKiB(restarted.child.pid);
+    return { n, gateways, arrivedMs, rest, full, rebuilt, fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, polls };
+  } finally {
+    await Promise.all(holders.map((h) => h.stop()));
+    await stack.stop();
+  }
+}
+
+export async function rebuilds(levels) {
+  console.log('a shard rebuilt from the gateways: N tabs, each of its own account, announced to one router; kill -9 of the router and its restart on the same ports\n');
+  for (const n of levels.map(Number)) {
+    const r = await rebuild(n);
+    const perTab = (r.full - r.rest) / n;
+    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} gateway(s) (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
+  }
+}
