@@ -102,7 +102,7 @@ export function makeAccounts(stack, n, prefix, { tickets = true, tokens = true }
     }
     // Tickets last, in a pass of their own: they live 60 s, and tokens take 8 ms each to mint.
     for ($i = 0; $i < ${n}; $i++) {
-      echo ${tickets ? '$tickets->mint($users->get("' + "${prefix}" + '$i"))' : "'-'"}, ' ', $made[$i], "\\n";
+      echo ${tickets ? `$tickets->mint($users->get("${prefix}$i"))` : "'-'"}, ' ', $made[$i], "\\n";
     }`;
   const lines = execFileSync('php', ['-r', php], { env: { ...process.env, ...stack.hostapiEnv }, maxBuffer: 256 << 20 }).toString().trim().split('\n');
   return lines.map((line, i) => {
