@@ -64,7 +64,7 @@ bool TabWriter::Enqueue(std::string bytes) {
 }
 
 void TabWriter::ScheduleWrite() {
-  if (writing_ > 0 || write_scheduled_) {
+  if (!in_flight_.empty() || write_scheduled_) {
     return;
   }
   // After the handler that queued this: whatever else it queues (the rest of
@@ -72,18 +72,23 @@ void TabWriter::ScheduleWrite() {
   write_scheduled_ = true;
   asio::post(ws_.get_executor(), [this, owner = owner_.KeepAlive()] {
     write_scheduled_ = false;
-    if (writing_ == 0 && !failed_ && !outbox_.empty()) {
+    if (in_flight_.empty() && !failed_ && !outbox_.empty()) {
       DoWrite();
     }
   });
 }
 
 void TabWriter::DoWrite() {
-  writing_ = std::min(outbox_.size(), kMaxWriteEntries);
+  // The entries leave the outbox for the write: what is queued meanwhile may move the outbox's
+  // storage, and a short string (a frame header) moves its bytes with it.
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(writing_);
-  for (size_t i = 0; i < writing_; ++i) {
-    buffers.push_back(asio::buffer(outbox_[i]));
+  buffers.reserve(std::min(outbox_.size(), kMaxWriteEntries));
+  while (!outbox_.empty() && in_flight_.size() < kMaxWriteEntries) {
+    in_flight_.push_back(std::move(outbox_.front()));
+    outbox_.pop_front();
+  }
+  for (size_t i = 0; i < in_flight_.size(); ++i) {
+    buffers.push_back(asio::buffer(in_flight_[i]));
   }
   asio::async_write(beast::get_lowest_layer(ws_).socket(), buffers,
                     [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
@@ -94,19 +99,17 @@ void TabWriter::DoWrite() {
 void TabWriter::OnWrite(beast::error_code ec) {
   if (failed_) {
     // Failed while this write was in flight: what it held can go now.
-    outbox_.clear();
-    writing_ = 0;
+    in_flight_.clear();
     return;
   }
   if (ec) {
     return Fail(ec);
   }
-  for (size_t i = 0; i < writing_; ++i) {
-    queued_bytes_ -= outbox_.front().size() + kEntryOverhead;
-    outbox_.pop_front();
+  for (const std::string& entry : in_flight_) {
+    queued_bytes_ -= entry.size() + kEntryOverhead;
   }
-  written_ += writing_;
-  writing_ = 0;
+  written_ += in_flight_.size();
+  in_flight_.clear();
   if (!outbox_.empty()) {
     DoWrite();
   }
@@ -137,9 +140,7 @@ void TabWriter::Fail(beast::error_code ec) {
   }
   beast::error_code ignored;
   beast::get_lowest_layer(ws_).socket().close(ignored);
-  if (writing_ == 0) {
-    outbox_.clear();
-  }
+  outbox_.clear();  // what is in flight stays until its write ends
   auto waiters = std::move(waiters_);
   waiters_.clear();
   for (auto& [target, fn] : waiters) {

@@ -61,8 +61,8 @@ class TabWriter final : public TabOutput {
   Owner& owner_;
   const size_t max_queued_bytes_;
   common::Fifo<std::string> outbox_;
-  size_t queued_bytes_ = 0;
-  size_t writing_ = 0;  // entries of outbox_ in the write in flight
+  common::Fifo<std::string> in_flight_;  // the entries of the write in flight
+  size_t queued_bytes_ = 0;  // outbox_ and in_flight_
   bool write_scheduled_ = false;
   bool failed_ = false;
   uint64_t appended_ = 0;  // entries ever queued
