@@ -20,6 +20,14 @@ const kinds = ['tab', 'get', 'listen'];
 export const openFileLimit = () => Number(/Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 1024);
 export const mostConnections = () => Math.floor((openFileLimit() - 1000) / 3) * 3;
 
+// Waits for a bench/hold.mjs process to hold its connections: [line, held, ms, attempts]. Fails
+// if it gave any up (the line says the last refusal).
+export async function heldBy(holder) {
+  const m = await holder.waitForLine((l) => /^held (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), `${holder.name} to hold its connections`, 1200000);
+  if (Number(m[4]) > 0) throw new Error(`${holder.name}: ${m[0]}`);
+  return m;
+}
+
 async function gatewayCounts(gw) {
   const text = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
   const kind = (k) => Number(new RegExp(`^relay_gateway_connections_by_kind\\{kind="${k}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
@@ -51,7 +59,7 @@ async function fill(total, batch) {
       const credentials = accounts.map((a) => (kind === 'tab' ? a.ticket : a.token)).join('\n') + '\n';
       holders.push(startProcess(`hold ${kind}`, node, [join(repoRoot, 'bench', 'hold.mjs'), kind, gw.url, String(batch)], { env: nodeEnv, stdin: credentials }));
     }
-    const held = await Promise.all(holders.slice(1).map((h) => h.waitForLine((l) => /^held (\d+) in (\d+) ms, (\d+) attempts/.exec(l), `${h.name} to hold its connections`, 600000)));
+    const held = await Promise.all(holders.slice(1).map(heldBy));
     const arrivalMs = Date.now() - started;
     await waitUntil(async () => {
       const c = await gatewayCounts(gw);

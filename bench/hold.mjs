@@ -6,7 +6,8 @@
 // time (0: all at once, as a restarted gateway's tabs come back). A connection refused (the
 // relay busy, authsvc shedding) is tried again after 0.2–1 s, as the editor's page would.
 // Prints `held N in MS ms, A attempts` once every connection is open, then holds them until
-// it is ended. Never prints a credential.
+// it is ended; a connection refused 20 times is given up (`held N … , F given up`), so that an
+// expired ticket ends the run instead of hanging it. Never prints a credential.
 import { createRequire } from 'node:module';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -20,7 +21,9 @@ const target = new URL(url);
 const origin = 'http://editor.test';
 const held = [];
 let attempts = 0;
+let givenUp = 0;
 let lastError = '';
+const kMostAttempts = 20;
 
 function request(method, headers, body) {
   return new Promise((resolve, reject) => {
@@ -85,7 +88,7 @@ const open = {
 if (!open) throw new Error(`unknown kind ${kind}`);
 
 async function openWithRetry(credential) {
-  for (;;) {
+  for (let tries = 0; tries < kMostAttempts; tries++) {
     attempts += 1;
     try {
       return await open(credential);
@@ -94,12 +97,13 @@ async function openWithRetry(credential) {
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
     }
   }
+  givenUp += 1;
 }
 
 const started = Date.now();
 for (let i = 0; i < credentials.length; i += batch) {
   await Promise.all(credentials.slice(i, i + batch).map(openWithRetry));
 }
-console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts${attempts > held.length ? ` (last refusal: ${lastError})` : ''}`);
+console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts, ${givenUp} given up${attempts > held.length ? ` (last refusal: ${lastError})` : ''}`);
 process.on('SIGTERM', () => { for (const close of held) close(); process.exit(0); });
 setInterval(() => {}, 1 << 30);

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { makeAccounts, node, nodeEnv, rssKiB } from './lib.mjs';
-import { mostConnections } from './connections.mjs';
+import { heldBy, mostConnections } from './connections.mjs';
 
 const kBarSeconds = 2;
 const kBarKiB = 1;
@@ -36,7 +36,7 @@ async function rebuild(n) {
       const mine = accounts.slice(g * perGateway, (g + 1) * perGateway);
       holders.push(startProcess(`tabs on gateway ${g + 1}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', stack.gateways[g].url, '500'], { env: nodeEnv, stdin: mine.map((a) => a.ticket).join('\n') + '\n' }));
     }
-    await Promise.all(holders.map((h) => h.waitForLine((l) => l.startsWith('held'), `${h.name} to hold its tabs`, 1200000)));
+    await Promise.all(holders.map(heldBy));
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 120000);
     const arrivedMs = Date.now() - started;
     const full = rssKiB(router.child.pid);
