@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/cq_loop.h"
 #include "common/crypto.h"
-#include "common/link_frame.h"
+#include "common/link/link_frame.h"
 #include "common/log.h"
 #include "gateway/core/catalogue.h"
 #include "gateway/net/agent_stream.h"

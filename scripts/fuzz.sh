@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 bash scripts/setup.sh --tests >/dev/null
-for target in jsonrpc dispatcher tab_message session_id catalogue http_request; do
+for target in jsonrpc dispatcher tab_message session_id catalogue http_request \
+    link_to_router link_to_gateway host_answer; do
   echo "== fuzz_$target, $seconds s"
   bash tests/fuzz/run.sh "$PWD/build/fuzz/fuzz_$target" "$PWD/tests/fuzz/corpus/$target" "$seconds"
 done

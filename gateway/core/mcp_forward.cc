@@ -1,11 +1,13 @@
-// McpDispatcher, the forwarded half: how a forwarded call's outcome is
-// answered, what a tab's request is told when the agent cannot receive it, and
+// McpDispatcher, the forwarded half: what a forwarded call carries (its plan
+// sealed, the progress token replaced, names the agent's role may not use
+// refused), how its outcome is answered, what a tab's request is told when the agent cannot receive it, and
 // the agent's own progress token put back on the tab's progress.
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/crypto.h"
 #include "gateway/core/mcp_dispatcher.h"
 
 namespace relay::gateway {
@@ -124,6 +126,70 @@ std::string McpDispatcher::AgentEvent(const ForwardPlan& plan, std::string messa
   }
   parsed["params"]["progressToken"] = plan.agent_progress_token;
   return DumpJson(parsed);
+}
+
+void McpDispatcher::SealPlan(RpcMessage& message, ForwardPlan plan, PostDecision& decision) {
+  // Most calls carry no progress token: their params go on as the agent's
+  // text, unparsed.
+  if (message.params.ObjectOf("_meta").KindOf("progressToken")) {
+    ReplaceProgressToken(message.params.mutable_value(), plan);
+  }
+  plan.request.params = std::move(message.params).text();
+  plan.id = std::move(message.id);
+  decision.action = std::move(plan);
+}
+
+void McpDispatcher::ReplaceProgressToken(nlohmann::json& params, ForwardPlan& plan) {
+  nlohmann::json& meta = params["_meta"];
+  plan.agent_progress_token = meta["progressToken"];
+  plan.request.progress_token = absl::StrCat("relay-", common::HexEncode(common::RandomBytes(12)));
+  meta["progressToken"] = plan.request.progress_token;
+}
+
+std::optional<HttpReply> McpDispatcher::RefuseHidden(const RpcMessage& message,
+                                                     absl::string_view role) const {
+  std::shared_ptr<const Catalogue> catalogue = catalogue_.Get();
+  using Kind = Catalogue::Kind;
+  auto refuse = [&](int code, std::string text) {
+    return JsonReply(200, EncodeError(message.id, code, text));
+  };
+  const std::string& method = message.method;
+  // A name or URI that is there but not a string names nothing the catalogue
+  // could hide; a tab must not be left to read it as one.
+  auto not_a_string = [](const LazyJson& object, absl::string_view key) {
+    std::optional<char> kind = object.KindOf(key);
+    return kind && *kind != '"';
+  };
+  const LazyJson& params = message.params;
+  const LazyJson ref = params.KindOf("ref") ? params.ObjectOf("ref") : LazyJson();
+  if (not_a_string(params, "name") || not_a_string(params, "uri") ||
+      (params.KindOf("ref") && (not_a_string(ref, "name") || not_a_string(ref, "uri")))) {
+    return refuse(kInvalidParams, "params.name, params.uri and params.ref's must be strings");
+  }
+  if (method == "tools/call") {
+    std::optional<std::string> name = params.StringOf("name");
+    if (name && catalogue->Hides(Kind::kTool, role, *name)) {
+      return refuse(kInvalidParams, absl::StrCat("Unknown tool: ", *name));
+    }
+  } else if (method == "prompts/get") {
+    std::optional<std::string> name = params.StringOf("name");
+    if (name && catalogue->Hides(Kind::kPrompt, role, *name)) {
+      return refuse(kInvalidParams, absl::StrCat("Unknown prompt: ", *name));
+    }
+  } else if (method == "resources/read") {
+    std::optional<std::string> uri = params.StringOf("uri");
+    if (uri && catalogue->Hides(Kind::kResource, role, *uri)) {
+      return JsonReply(200, EncodeResourceNotFound(message.id, *uri));
+    }
+  } else if (method == "completion/complete") {
+    std::optional<std::string> name = ref.StringOf("name");
+    std::optional<std::string> uri = ref.StringOf("uri");
+    if ((name && catalogue->Hides(Kind::kPrompt, role, *name)) ||
+        (uri && catalogue->Hides(Kind::kResource, role, *uri))) {
+      return refuse(kInvalidParams, "Unknown reference");
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace relay::gateway

@@ -11,7 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/link_channel.h"
+#include "common/link/link_channel.h"
 #include "gateway/core/shard_picker.h"
 #include "gateway/net/router_shard.h"
 

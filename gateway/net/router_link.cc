@@ -1,11 +1,9 @@
 #include "gateway/net/router_link.h"
 
+#include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "common/grpc_tls.h"
-#include "common/link_frame.h"
-#include "common/log.h"
 
 namespace relay::gateway {
 
@@ -28,76 +26,24 @@ bool StartsWork(const relay::v1::GatewayEvent& event) {
 
 }  // namespace
 
+RouterLink::RouterLink(RouterLinkOwner& owner, boost::asio::io_context& io,
+                       std::shared_ptr<common::LinkTls> tls)
+    : RouterLinkEndpoint(io, std::move(tls),
+                         {.peer_role = std::string(common::kRoleRouter), .server = false}),
+      owner_(owner) {}
+
 bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
-  size_t bytes = event.ByteSizeLong();
-  {
-    absl::MutexLock lock(&mu_);
-    if (closed_) {
-      return false;
-    }
-    if (queue_.queued_bytes() + bytes > kLinkHighWatermark && StartsWork(event)) {
-      if (refused_++ % 1000 == 0) {
-        common::LogWarn("the router is behind on this link; refusing new calls and notifications",
-                        {{"queued_bytes", static_cast<int64_t>(queue_.queued_bytes())},
-                         {"refused", static_cast<int64_t>(refused_)}});
-      }
-      return false;
-    }
-    queue_.Push(std::move(event), bytes);
+  const Admit admit = StartsWork(event) ? Admit::kUnlessBehind : Admit::kAlways;
+  if (!Enqueue(std::move(event), admit)) {
+    return false;
   }
-  Wake();
+  Wake();  // a write round on the link's next turn takes it, and whatever else is queued by then
   return true;
 }
 
-bool RouterLink::Flushed() {
-  absl::MutexLock lock(&mu_);
-  return closed_ || (queue_.empty() && !writing() && Delivered());
-}
-
-absl::Status RouterLink::OnOpened() {
-  // The server's certificate names the host dialled; its role must be a
-  // router's too (authsvc's names the same hosts).
-  if (tls() && peer_role() != common::kRoleRouter) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "the link's peer is not a router: its certificate's common name is \"", peer_role(), "\""));
-  }
+absl::Status RouterLink::OnAdmitted() {
+  owner_.OnLinkEstablished();
   return absl::OkStatus();
-}
-
-absl::Status RouterLink::OnFrame(absl::string_view frame) {
-  if (!accepted_) {
-    // The router's first frame, empty: it has admitted this gateway.
-    accepted_ = true;
-    owner_.OnLinkEstablished();
-    if (frame.empty()) {
-      return absl::OkStatus();
-    }
-  }
-  if (!in_.Parse(frame, [this](relay::v1::RouterBatch& batch) { owner_.OnBatch(batch); })) {
-    return absl::InvalidArgumentError("the router sent a frame that is not a RouterBatch");
-  }
-  return absl::OkStatus();
-}
-
-bool RouterLink::FillWrite(std::string& out) {
-  absl::MutexLock lock(&mu_);
-  while (out.size() < kLinkBatchBytes) {
-    relay::v1::GatewayBatch* batch = queue_.Next();
-    if (batch == nullptr) {
-      break;
-    }
-    common::AppendLinkFrame(*batch, out);
-    queue_.Written();
-  }
-  return !out.empty();
-}
-
-void RouterLink::OnClosed(const absl::Status& status) {
-  {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-  }
-  owner_.OnLinkEnded(this, status);
 }
 
 }  // namespace relay::gateway

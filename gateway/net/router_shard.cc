@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "gateway/rpc/channel.h"
 
@@ -118,13 +119,7 @@ void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
     if (stopping_) {
       return;
     }
-    // A router that is down or slow is tried again on a doubling backoff;
-    // one that refuses (this gateway's certificate), once a second.
-    backoff_ = why.code() == absl::StatusCode::kUnavailable ||
-                       why.code() == absl::StatusCode::kDeadlineExceeded
-                   ? std::clamp(backoff_ * 2, absl::Milliseconds(100), absl::Seconds(1))
-                   : absl::Seconds(1);
-    ScheduleRelinkLocked();
+    ScheduleRelinkLocked(relink_policy_.AfterAdmissionFailed(why.code()));
     return;
   }
   std::shared_ptr<RouterLink> link;
@@ -343,19 +338,12 @@ void RouterShard::OnLinkEnded(RouterLink* link, const absl::Status& status) {
   if (stopping_) {
     return;
   }
-  // A link that held a while (the router restarted, say) is tried again
-  // soon; one that never opened or failed at once, on a backoff doubling to
-  // 1 s, so that a shard that admits but whose link fails is not hammered.
-  const bool held = absl::Now() - established_at_ >= absl::Seconds(5);
-  established_at_ = absl::InfiniteFuture();
-  backoff_ = held ? absl::Milliseconds(100)
-                  : std::clamp(backoff_ * 2, absl::Milliseconds(100), absl::Seconds(1));
-  ScheduleRelinkLocked();
+  ScheduleRelinkLocked(relink_policy_.AfterLinkEnded(common::MonotonicNow()));
 }
 
 void RouterShard::OnLinkEstablished() {
   absl::MutexLock lock(&mu_);
-  established_at_ = absl::Now();
+  relink_policy_.Established(common::MonotonicNow());
   last_down_.clear();
   up_.store(true);
 }
@@ -400,9 +388,7 @@ std::shared_ptr<CallWaiter> RouterShard::Take(uint64_t ref) {
   return waiter;
 }
 
-void RouterShard::ScheduleRelinkLocked() {
-  std::uniform_real_distribution<double> jitter(0.5, 1.5);
-  absl::Duration wait = backoff_ * jitter(rng_);
+void RouterShard::ScheduleRelinkLocked(absl::Duration wait) {
   alarm_ = std::make_unique<grpc::Alarm>();
   alarm_pending_ = true;
   alarm_->Set(loop_.cq(), absl::ToChronoTime(absl::Now() + wait),

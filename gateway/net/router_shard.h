@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 
 #include <grpcpp/alarm.h>
@@ -15,7 +14,8 @@
 #include "absl/time/time.h"
 #include "common/cq_loop.h"
 #include "common/grpc_tls.h"
-#include "common/link_channel.h"
+#include "common/link/link_channel.h"
+#include "gateway/core/relink_policy.h"
 #include "gateway/net/router_link.h"
 #include "gateway/rpc/router_client.h"
 #include "relay/v1/router.grpc.pb.h"
@@ -24,8 +24,8 @@ namespace relay::gateway {
 
 // One router shard as a gateway sees it: its admission (Router.OpenLink, over
 // gRPC, which says where the shard's link port is), its link (RouterLink, on
-// the gateway's first I/O thread), relinked with jittered backoff (100 ms
-// doubling to 1 s) whenever it ends, and the calls this gateway's agents have
+// the gateway's first I/O thread), relinked whenever it ends after a wait its
+// RelinkPolicy decides (jittered, 100 ms doubling to 1 s), and the calls this gateway's agents have
 // in flight on it, each with its waiter. A call's own events go to its waiter;
 // every other command to the sink. When the link ends every call still
 // waiting fails (the router that held it is gone or has cancelled it at its
@@ -90,7 +90,7 @@ class RouterShard final : public RouterLinkOwner {
   // is tried every second).
   void LogDown(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 
-  void ScheduleRelinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleRelinkLocked(absl::Duration wait) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The relink alarm's tag: fired (link again) or cancelled by Stop.
   void OnRelinkAlarm(bool fired) ABSL_LOCKS_EXCLUDED(mu_);
@@ -114,12 +114,9 @@ class RouterShard final : public RouterLinkOwner {
   std::string last_down_ ABSL_GUARDED_BY(mu_);   // the reason logged last
   std::atomic<bool> up_{false};
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
-  // When the current link was admitted by the router (future: not yet).
-  absl::Time established_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  RelinkPolicy relink_policy_ ABSL_GUARDED_BY(mu_){RelinkPolicy::RandomJitter()};
   std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
-  std::mt19937 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   absl::Mutex calls_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> calls_ ABSL_GUARDED_BY(calls_mu_);
 };

@@ -8,10 +8,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/batch_queue.h"
-#include "common/link_channel.h"
-#include "common/link_frame.h"
-#include "common/link_frame_parser.h"
+#include "common/link/link_endpoint.h"
+#include "common/link/link_listener.h"
 #include "common/log.h"
 #include "relay/v1/router.pb.h"
 
@@ -23,21 +21,18 @@ using relay::v1::RouterCommand;
 
 namespace {
 
-// A write takes batches up to this much; a batch is cut there too, so that one
-// large answer does not hold up the rest.
-constexpr size_t kBatchBytes = 1 << 20;
+using GatewayLinkEndpoint =
+    common::LinkEndpoint<GatewayBatch, RouterBatch, RouterCommand, &RouterBatch::add_commands>;
+
 // Backpressure (ARCHITECTURE.md "Faults": no limit ends a link other
 // accounts share): once a gateway's commands waiting pass the high
 // watermark, the router reads no link until every link's queue is under the
-// low one. What keeps them from growing meanwhile is that nothing is read;
-// a gateway that stops reading altogether is found hung by the link's
-// liveness (its bytes untaken for 3 s) and its link ends.
-constexpr size_t kHighWatermark = 64 << 20;
-constexpr size_t kLowWatermark = 16 << 20;
-
-// The read gate every link of the router shares: each read can cause
-// commands for any link, so while any link's queue is over its high
-// watermark none is read. Thread-safe.
+// low one (common/link/link_endpoint.h). What keeps them from growing
+// meanwhile is that nothing is read; a gateway that stops reading altogether
+// is found hung by the link's liveness (its bytes untaken for 3 s) and its
+// link ends. This is the read gate every link of the router shares: each
+// read can cause commands for any link, so while any link's queue is over its
+// high watermark none is read. Thread-safe.
 class LinkPressure {
  public:
   bool paused() const { return over_.load(std::memory_order_acquire) > 0; }
@@ -70,99 +65,44 @@ class LinkPressure {
   std::vector<std::weak_ptr<common::LinkChannel>> channels_ ABSL_GUARDED_BY(mu_);
 };
 
-// One gateway's link. Reads, and the writes they cause, run on the links'
-// thread; the operators' RPCs and the sweeper push commands from theirs, so
-// the queue is under mu_ (uncontended on the hot path: no system call).
-class GatewayLink final : public common::LinkChannel, public LinkWriter {
+// One gateway's link: reads, and the writes they cause, run on the links'
+// thread; the operators' RPCs and the sweeper push commands from theirs.
+class GatewayLink final : public GatewayLinkEndpoint, public LinkWriter {
  public:
   GatewayLink(boost::asio::io_context& io, std::shared_ptr<common::LinkTls> tls, RouterHub& hub,
               std::shared_ptr<LinkPressure> pressure)
-      : LinkChannel(io, std::move(tls)), hub_(hub), pressure_(std::move(pressure)) {}
+      : GatewayLinkEndpoint(io, std::move(tls),
+                            {.peer_role = std::string(common::kRoleGateway), .server = true}),
+        hub_(hub), pressure_(std::move(pressure)) {}
 
-  void Push(RouterCommand&& command) override ABSL_LOCKS_EXCLUDED(mu_) {
-    size_t bytes = command.ByteSizeLong();
-    absl::MutexLock lock(&mu_);
-    if (closed_) {
-      return;
-    }
-    queue_.Push(std::move(command), bytes);
-    if (!over_ && queue_.queued_bytes() > kHighWatermark) {
-      over_ = true;
-      pressure_->Raise();
-    }
-  }
-
+  void Push(RouterCommand&& command) override { Enqueue(std::move(command), Admit::kAlways); }
   void Flush() override { Wake(); }
 
  private:
   bool ReadPaused() override { return pressure_->paused(); }
 
-  absl::Status OnOpened() override {
-    if (tls() && peer_role() != common::kRoleGateway) {
-      common::LogWarn("link refused: the caller's certificate is not a gateway's",
-                      {{"peer", peer()}, {"role", peer_role()}});
-      return absl::PermissionDeniedError("not a gateway");
-    }
-    std::shared_ptr<LinkWriter> self(shared_from_this(), this);
+  absl::Status OnAdmitted() override {
     pressure_->Add(weak_from_this());
-    uint64_t id = hub_.AddLink(self);
-    common::LogInfo("gateway linked", {{"link", id}, {"peer", peer()}});
-    absl::MutexLock lock(&mu_);
+    const uint64_t id = hub_.AddLink(std::shared_ptr<LinkWriter>(shared_from_this(), this));
     link_id_.store(id);
-    accepted_ = true;  // the empty frame that tells the gateway goes first
+    common::LogInfo("gateway linked", {{"link", id}, {"peer", peer()}});
     return absl::OkStatus();
   }
 
-  absl::Status OnFrame(absl::string_view frame) override {
-    const uint64_t link = link_id_.load();
-    if (!in_.Parse(frame, [&](GatewayBatch& batch) { hub_.Handle(link, batch); })) {
-      common::LogWarn("a gateway's link frame is not a GatewayBatch; ending the link",
-                      {{"link", link_id_.load()}});
-      return absl::InvalidArgumentError("a frame that is not a GatewayBatch");
-    }
-    return absl::OkStatus();
-  }
+  void OnBatch(GatewayBatch& batch) override { hub_.Handle(link_id_.load(), batch); }
 
-  bool FillWrite(std::string& out) override ABSL_LOCKS_EXCLUDED(mu_) {
-    bool drained = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (accepted_) {
-        common::AppendLinkFrameHeader(0, out);
-        accepted_ = false;
-      }
-      while (out.size() < kBatchBytes) {
-        RouterBatch* batch = queue_.Next();
-        if (batch == nullptr) {
-          break;
-        }
-        common::AppendLinkFrame(*batch, out);
-        queue_.Written();
-      }
-      if (over_ && queue_.queued_bytes() < kLowWatermark) {
-        over_ = false;
-        drained = true;
-      }
-    }
-    if (drained) {
-      pressure_->Lower();  // outside our lock: it resumes every link's reading
-    }
-    return !out.empty();
-  }
-
-  void OnClosed(const absl::Status& status) override {
-    bool was_over;
-    {
-      absl::MutexLock lock(&mu_);
-      closed_ = true;
-      was_over = std::exchange(over_, false);
-    }
-    if (was_over) {
+  // Under the endpoint's lock; the pressure takes only its own.
+  void OnBehind(bool behind) override {
+    if (behind) {
+      pressure_->Raise();
+    } else {
       pressure_->Lower();
     }
-    uint64_t id = link_id_.load();
+  }
+
+  void OnEnded(const absl::Status& status) override {
+    const uint64_t id = link_id_.load();
     if (id != 0) {
-      // Outside our lock: the hub takes its own, then ours.
       hub_.RemoveLink(id);
       common::LogInfo("gateway unlinked", {{"link", id}, {"why", status.message()}});
     }
@@ -170,15 +110,7 @@ class GatewayLink final : public common::LinkChannel, public LinkWriter {
 
   RouterHub& hub_;
   const std::shared_ptr<LinkPressure> pressure_;
-  common::LinkFrameParser<GatewayBatch> in_;  // the links' thread's alone
-  absl::Mutex mu_;
-  std::atomic<uint64_t> link_id_{0};  // set once accepted
-  // Unbounded by itself: the watermarks bound it (see LinkPressure).
-  common::BatchQueue<RouterBatch, RouterCommand, &RouterBatch::add_commands> queue_
-      ABSL_GUARDED_BY(mu_){kBatchBytes, SIZE_MAX};
-  bool over_ ABSL_GUARDED_BY(mu_) = false;  // past the high watermark, not yet under the low
-  bool accepted_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> link_id_{0};  // set once admitted
 };
 
 }  // namespace

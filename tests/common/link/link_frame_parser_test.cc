@@ -1,4 +1,4 @@
-#include "common/link_frame_parser.h"
+#include "common/link/link_frame_parser.h"
 
 #include <string>
 

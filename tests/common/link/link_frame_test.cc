@@ -1,4 +1,4 @@
-#include "common/link_frame.h"
+#include "common/link/link_frame.h"
 
 #include <algorithm>
 #include <cstring>
