@@ -5,7 +5,7 @@
 #include "absl/time/clock.h"
 #include "authsvc/host_answer.h"
 #include "common/crypto.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_tls.h"
 #include "common/log.h"
 #include "nlohmann/json.hpp"
 

@@ -14,8 +14,8 @@
 #include "authsvc/host_api_client.h"
 #include "common/clock.h"
 #include "common/flags.h"
-#include "common/grpc_server.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_server.h"
+#include "common/grpc/grpc_tls.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/signals.h"
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   cache_options.capacity = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_cache_size)));
   authsvc::VerifyCache cache(cache_options, [] { return common::MonotonicNow(); });
   authsvc::AuthService service(**host_api, cache);
-  auto tls = common::GrpcTlsFromFlags();
+  auto tls = common::ServiceTlsFromFlags();
   if (!tls.ok()) {
     common::Fatal(tls.status().message());
   }

@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_tls.h"
 #include "gateway/core/request_gate.h"
 #include "gateway/net/gateway_state.h"
 #include "gateway/core/mcp_dispatcher.h"
@@ -18,7 +18,7 @@ struct GatewayConfig {
   std::string listen = "0.0.0.0:8080";
   std::vector<std::string> routers;
   std::string authsvc;
-  common::GrpcTls grpc_tls;  // to the routers and authsvc
+  common::ServiceTls grpc_tls;  // to the routers and authsvc
   std::string session_secret;
   std::string catalogue_path;
   std::vector<std::string> trusted_proxies;  // CIDRs

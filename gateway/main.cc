@@ -5,7 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
 #include "common/flags.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_tls.h"
 #include "common/heap_trimmer.h"
 #include "common/log.h"
 #include "common/process_limits.h"
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   config.listen = absl::GetFlag(FLAGS_listen);
   config.routers = common::SplitList(absl::GetFlag(FLAGS_router_addrs));
   config.authsvc = absl::GetFlag(FLAGS_authsvc_addr);
-  auto tls = common::GrpcTlsFromFlags();
+  auto tls = common::ServiceTlsFromFlags();
   if (!tls.ok()) {
     common::Fatal(tls.status().message());
   }

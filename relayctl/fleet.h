@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/string_view.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_tls.h"
 #include "relay/v1/router.grpc.pb.h"
 
 namespace relay::relayctl {
@@ -45,7 +45,7 @@ struct Answers {
 // strings decides which shard owns an account), reached with the operator's certificate.
 class Fleet {
  public:
-  Fleet(std::vector<std::string> shards, common::GrpcTls tls)
+  Fleet(std::vector<std::string> shards, common::ServiceTls tls)
       : shards_(std::move(shards)), tls_(std::move(tls)) {}
 
   const std::vector<std::string>& shards() const { return shards_; }
@@ -90,7 +90,7 @@ class Fleet {
 
  private:
   std::vector<std::string> shards_;
-  common::GrpcTls tls_;
+  common::ServiceTls tls_;
 };
 
 }  // namespace relay::relayctl

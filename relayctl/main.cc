@@ -8,7 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "common/flags.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_tls.h"
 #include "relayctl/commands.h"
 #include "relayctl/reflect.h"
 
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   auto args = relay::common::ParseFlagsWithEnv(argc, argv);
   std::vector<std::string> words(args.begin() + 1, args.end());
-  auto tls = relay::common::GrpcTlsFromFlags();
+  auto tls = relay::common::ServiceTlsFromFlags();
   if (!tls.ok()) {
     std::cerr << "relayctl: " << tls.status().message() << "\n";
     return kExitUsage;

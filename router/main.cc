@@ -7,11 +7,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/synchronization/mutex.h"
-#include "common/cq_loop.h"
+#include "common/grpc/cq_loop.h"
 #include "common/flags.h"
-#include "common/grpc_server.h"
-#include "common/grpc_tls.h"
-#include "common/health_service.h"
+#include "common/grpc/grpc_server.h"
+#include "common/grpc/grpc_tls.h"
+#include "common/grpc/health_service.h"
 #include "common/heap_trimmer.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   options.sessions.max_sessions_per_account =
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_sessions_per_account)));
   router::RouterHub state(options);
-  auto tls = common::GrpcTlsFromFlags();
+  auto tls = common::ServiceTlsFromFlags();
   if (!tls.ok()) {
     common::Fatal(tls.status().message());
   }

@@ -57,10 +57,12 @@ absl::Status Unavailable(absl::string_view what, const error_code& ec) {
 }
 
 // A step that neither made headway nor waits: why the link ends.
-absl::Status Ended(absl::string_view doing, const LinkStep& step) {
-  return absl::UnavailableError(step.io == LinkIo::kClosed
-                                    ? std::string("the peer closed the link")
-                                    : absl::StrCat(doing, ": ", step.error));
+absl::Status Ended(absl::string_view doing, const LinkStep& step, bool open) {
+  if (step.io != LinkIo::kClosed) {
+    return absl::UnavailableError(absl::StrCat(doing, ": ", step.error));
+  }
+  return absl::UnavailableError(open ? std::string("the peer closed the link")
+                                     : absl::StrCat(doing, ": the peer closed the connection"));
 }
 
 }  // namespace
@@ -119,7 +121,7 @@ void LinkChannel::Connect(const std::string& host, const std::string& port) {
         if (ec) {
           return self->CloseNow(Unavailable("connecting to the router", ec));
         }
-        self->Handshake();
+        self->Handshake(/*server=*/false);
       });
     });
   });
@@ -135,10 +137,10 @@ void LinkChannel::Adopt() {
                                                      : "the link's handshake took more than 10 s"));
     }
   });
-  Handshake();
+  Handshake(/*server=*/true);
 }
 
-void LinkChannel::Handshake() {
+void LinkChannel::Handshake(bool server) {
   Io& io = *io_;
   SetLinkOptions(io.socket);
   error_code ec;
@@ -148,8 +150,10 @@ void LinkChannel::Handshake() {
   }
   io.stream.Attach(io.socket.native_handle());
   if (tls_) {
-    absl::Status started =
-        io.stream.StartTls(tls_->context(), tls_->side() == LinkTls::Side::kServer, io.host);
+    if ((tls_->side() == LinkTls::Side::kServer) != server) {
+      return CloseNow(absl::InternalError("the link's TLS is for the other side"));
+    }
+    absl::Status started = io.stream.StartTls(tls_->context(), server, io.host);
     if (!started.ok()) {
       return CloseNow(std::move(started));
     }
@@ -167,7 +171,7 @@ void LinkChannel::ContinueHandshake() {
       return WaitThen(step.io == LinkIo::kWantRead, "the link's TLS handshake",
                       &LinkChannel::ContinueHandshake);
     default:
-      return CloseNow(Ended("the link's TLS handshake", step));
+      return CloseNow(Ended("the link's TLS handshake", step, /*open=*/false));
   }
 }
 
@@ -273,7 +277,7 @@ void LinkChannel::ReadReady() {
         // TLS wants to send before it reads on (a key update): once it can.
         return WaitThen(/*readable=*/false, "reading the link", &LinkChannel::ReadReady);
       default:
-        return CloseNow(Ended("reading the link", step));
+        return CloseNow(Ended("reading the link", step, /*open=*/true));
     }
     io.reader.Commit(step.bytes);
     io.heard = std::chrono::steady_clock::now();
@@ -396,7 +400,7 @@ void LinkChannel::WriteRound() {
         io.unacknowledged = -1;
         return WaitThen(step.io == LinkIo::kWantRead, "writing the link", &LinkChannel::WriteReady);
       default:
-        return CloseNow(Ended("writing the link", step));
+        return CloseNow(Ended("writing the link", step, /*open=*/true));
     }
   }
 }

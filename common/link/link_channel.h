@@ -100,7 +100,7 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
 
   // On the channel's thread.
   void Adopt();  // server side: the socket is accepted
-  void Handshake();
+  void Handshake(bool server);
   void ContinueHandshake();
   // Once the socket is readable (or writable), next; unless closed meanwhile.
   void WaitThen(bool readable, const char* doing, void (LinkChannel::*next)());

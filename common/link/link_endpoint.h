@@ -101,7 +101,10 @@ class LinkEndpoint : public LinkChannel {
   virtual void OnBatch(InBatch& batch) = 0;
   // The peer passed the high watermark (true), or is under the low one again
   // (false). Any thread, under the endpoint's lock (so that the two alternate
-  // in order): it must not call this endpoint.
+  // in order): it must not take this endpoint's lock (Enqueue, Flushed); what
+  // only posts to the channel's thread (Wake, ResumeReading) is fine. Rare
+  // (a link backed up), so the lock held meanwhile costs nothing on the hot
+  // path.
   virtual void OnBehind(bool behind) {}
   // Once: the link has ended (nothing more is read, nothing queued is sent).
   virtual void OnEnded(const absl::Status& status) = 0;
@@ -109,8 +112,11 @@ class LinkEndpoint : public LinkChannel {
  private:
   absl::Status OnOpened() final {
     if (tls() && peer_role() != options_.peer_role) {
-      LogWarn("link refused: the peer's certificate is not of the role expected",
-              {{"peer", peer()}, {"role", peer_role()}, {"expected", options_.peer_role}});
+      if (options_.server) {
+        // (A client says why in its own line about the link's end.)
+        LogWarn("link refused: the peer's certificate is not of the role expected",
+                {{"peer", peer()}, {"role", peer_role()}, {"expected", options_.peer_role}});
+      }
       return absl::PermissionDeniedError(absl::StrCat(
           "the link's peer is not a ", options_.peer_role,
           ": its certificate's common name is \"", peer_role(), "\""));
@@ -138,8 +144,10 @@ class LinkEndpoint : public LinkChannel {
       }
     }
     if (!in_.Parse(frame, [this](InBatch& batch) { OnBatch(batch); })) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the peer sent a frame that is not a ", InBatch().GetTypeName()));
+      const std::string type = InBatch().GetTypeName();
+      LogWarn(absl::StrCat("a link frame is not a ", type, "; ending the link"),
+              {{"peer", peer()}, {"role", peer_role()}});
+      return absl::InvalidArgumentError(absl::StrCat("the peer sent a frame that is not a ", type));
     }
     return absl::OkStatus();
   }

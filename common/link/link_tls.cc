@@ -14,7 +14,7 @@ namespace relay::common {
 
 namespace ssl = boost::asio::ssl;
 
-absl::StatusOr<std::shared_ptr<LinkTls>> LinkTls::Make(const GrpcTls& tls, Side side) {
+absl::StatusOr<std::shared_ptr<LinkTls>> LinkTls::Make(const ServiceTls& tls, Side side) {
   if (!tls.enabled()) {
     return nullptr;
   }

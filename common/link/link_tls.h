@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "common/grpc_tls.h"
+#include "common/service_tls.h"
 
 namespace relay::common {
 
@@ -17,7 +17,7 @@ class LinkTls {
  public:
   enum class Side { kServer, kClient };
   // Null when tls is not enabled (the links are plaintext, as gRPC is).
-  static absl::StatusOr<std::shared_ptr<LinkTls>> Make(const GrpcTls& tls, Side side);
+  static absl::StatusOr<std::shared_ptr<LinkTls>> Make(const ServiceTls& tls, Side side);
   ~LinkTls();
   LinkTls(const LinkTls&) = delete;
   LinkTls& operator=(const LinkTls&) = delete;

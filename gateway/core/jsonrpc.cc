@@ -302,9 +302,12 @@ std::string EncodeRawError(const nlohmann::json& id, absl::string_view raw_error
                       "}");
 }
 
+std::string EncodeErrorObject(int code, absl::string_view message) {
+  return DumpJson(nlohmann::json{{"code", code}, {"message", message}});
+}
+
 std::string EncodeError(const nlohmann::json& id, int code, absl::string_view message) {
-  nlohmann::json error = {{"code", code}, {"message", message}};
-  return EncodeRawError(id, DumpJson(error));
+  return EncodeRawError(id, EncodeErrorObject(code, message));
 }
 
 std::string EncodeResourceNotFound(const nlohmann::json& id, absl::string_view uri) {

@@ -70,6 +70,9 @@ std::variant<RpcMessage, RpcFailure> DecodeValue(nlohmann::json value);
 std::string EncodeResult(const nlohmann::json& id, absl::string_view raw_result);
 std::string EncodeRawError(const nlohmann::json& id, absl::string_view raw_error);
 std::string EncodeError(const nlohmann::json& id, int code, absl::string_view message);
+// The error object alone ({"code":…,"message":…}), for answers the relay
+// gives in a peer's place (a tab's to an agent, an agent's to a tab).
+std::string EncodeErrorObject(int code, absl::string_view message);
 // -32002 for a resource the agent may not see, worded as MCP's example and the
 // reference editor word an unknown one (message "Resource not found", data
 // {uri}), so that an agent cannot tell the hidden from the absent.

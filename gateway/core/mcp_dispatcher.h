@@ -13,7 +13,7 @@
 #include "gateway/core/listen_filter.h"
 #include "gateway/core/modern_request.h"
 #include "gateway/core/request_state.h"
-#include "gateway/rpc/router_client.h"
+#include "gateway/core/router_client.h"
 #include "gateway/core/session_id.h"
 #include "gateway/core/session_state.h"
 #include "gateway/core/tab_protocol.h"

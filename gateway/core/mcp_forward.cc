@@ -109,8 +109,10 @@ SessionEffect McpDispatcher::RefuseTabRequest(absl::string_view message) const {
   }
   effect.kind = SessionEffect::Kind::kAgentReply;
   effect.is_error = true;
-  effect.payload =
-      R"json({"code":-32603,"message":"the agent's client cannot receive requests during this call: it does not accept text/event-stream, or the call was batched"})json";
+  effect.payload = EncodeErrorObject(
+      kInternalError,
+      "the agent's client cannot receive requests during this call: it does not accept "
+      "text/event-stream, or the call was batched");
   return effect;
 }
 

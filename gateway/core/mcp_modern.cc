@@ -296,7 +296,7 @@ RoundDecision McpDispatcher::DecideRound(const std::string& account, ForwardPlan
       continue;
     }
     auto refuse = [&](int code, std::string text) {
-      to_tab(request, true, DumpJson(nlohmann::json{{"code", code}, {"message", std::move(text)}}));
+      to_tab(request, true, EncodeErrorObject(code, text));
     };
     if (!may_ask) {
       refuse(kInternalError, absl::StrCat("the agent cannot be asked anything during ",

@@ -164,7 +164,7 @@ TabAnswer UnreadableAnswer(bool is_tool_call, absl::string_view what) {
     nlohmann::json result = {{"content", {{{"type", "text"}, {"text", why}}}}, {"isError", true}};
     return {false, DumpJson(result)};
   }
-  return {true, DumpJson(nlohmann::json{{"code", kInternalError}, {"message", why}})};
+  return {true, EncodeErrorObject(kInternalError, why)};
 }
 
 }  // namespace relay::gateway

@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "gateway/rpc/auth_client.h"
+#include "gateway/core/auth_client.h"
 
 namespace relay::gateway {
 

@@ -1,6 +1,6 @@
 #include "gateway/net/gateway_state.h"
 
-#include "gateway/net/agent_stream.h"
+#include "gateway/net/agent/agent_stream.h"
 #include "gateway/net/registry.h"
 
 #include "absl/strings/string_view.h"

@@ -10,11 +10,11 @@
 
 #include "absl/time/time.h"
 #include "common/metrics.h"
-#include "gateway/rpc/auth_client.h"
+#include "gateway/core/auth_client.h"
 #include "gateway/core/lockout_memo.h"
 #include "gateway/core/request_gate.h"
 #include "gateway/core/mcp_dispatcher.h"
-#include "gateway/rpc/router_client.h"
+#include "gateway/core/router_client.h"
 
 namespace relay::gateway {
 

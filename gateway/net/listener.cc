@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "gateway/net/http_session.h"
+#include "gateway/net/agent/http_session.h"
 
 namespace relay::gateway {
 

@@ -2,11 +2,11 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/grpc_server.h"
+#include "common/grpc/grpc_server.h"
 
 namespace relay::gateway {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const common::GrpcTls& tls) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const common::ServiceTls& tls) {
   grpc::ChannelArguments args;
   // A dead peer of a long-lived stream is noticed within seconds.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);

@@ -6,7 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
-#include "common/cq_loop.h"
+#include "common/grpc/cq_loop.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "gateway/core/verdict_memo.h"
@@ -61,7 +61,7 @@ class RevocationWatch {
 
 class GrpcAuthClient final : public AuthClient {
  public:
-  GrpcAuthClient(const std::string& address, const common::GrpcTls& tls, common::CqLoop& loop,
+  GrpcAuthClient(const std::string& address, const common::ServiceTls& tls, common::CqLoop& loop,
                  RevocationListener on_revoked)
       : loop_(loop), stub_(relay::v1::Auth::NewStub(MakeChannel(address, tls))),
         on_revoked_(std::move(on_revoked)) {
@@ -275,7 +275,7 @@ void RevocationWatch::OnCompleted(Op op, bool ok) {
 
 }  // namespace
 
-std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
+std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::ServiceTls& tls,
                                               common::CqLoop& loop,
                                               RevocationListener on_revoked) {
   return std::make_unique<GrpcAuthClient>(address, tls, loop, std::move(on_revoked));

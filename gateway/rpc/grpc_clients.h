@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/grpc_tls.h"
-#include "gateway/rpc/auth_client.h"
+#include "common/grpc/grpc_tls.h"
+#include "gateway/core/auth_client.h"
 
 namespace relay::common {
 class CqLoop;
@@ -18,7 +18,7 @@ namespace relay::gateway {
 // completion on loop's one thread; callbacks are called there and must only
 // post to the I/O threads. The loop must run until the client is destroyed.
 // on_revoked hears every revocation, after the memo has dropped its verdicts.
-std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::GrpcTls& tls,
+std::unique_ptr<AuthClient> NewGrpcAuthClient(const std::string& address, const common::ServiceTls& tls,
                                               common::CqLoop& loop,
                                               RevocationListener on_revoked = {});
 

@@ -67,6 +67,8 @@ void RouterCore::OnTabNotification(uint64_t link_id, const relay::v1::TabNotific
 
 void RouterCore::OnTabRequest(uint64_t link_id, relay::v1::TabRequest& request, Outbox& out) {
   Call* call = calls_.FindMutable(request.call_id());
+  // The two error objects are constants written out: the router's core has no
+  // JSON library, and reads no JSON (the gateways' codec builds every other).
   auto refuse = [&](absl::string_view error) {
     auto* response = AddCommand(out, link_id).mutable_tab_response();
     response->set_tab_id(request.tab_id());

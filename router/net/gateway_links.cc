@@ -116,7 +116,7 @@ class GatewayLink final : public GatewayLinkEndpoint, public LinkWriter {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GatewayLinks>> GatewayLinks::Start(const std::string& listen,
-                                                                  const common::GrpcTls& tls,
+                                                                  const common::ServiceTls& tls,
                                                                   RouterHub& hub) {
   auto link_tls = common::LinkTls::Make(tls, common::LinkTls::Side::kServer);
   if (!link_tls.ok()) {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/grpc_tls.h"
 #include "router/rpc/router_hub.h"
 
 namespace relay::common {
@@ -22,7 +22,7 @@ class GatewayLinks {
  public:
   // listen: host:port (port 0: any).
   static absl::StatusOr<std::unique_ptr<GatewayLinks>> Start(const std::string& listen,
-                                                             const common::GrpcTls& tls,
+                                                             const common::ServiceTls& tls,
                                                              RouterHub& hub);
   ~GatewayLinks();
 

@@ -7,7 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/async_unary.h"
+#include "common/grpc/async_unary.h"
 #include "common/log.h"
 
 namespace relay::router {

@@ -2,7 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/cq_loop.h"
+#include "common/grpc/cq_loop.h"
 #include "relay/v1/router.grpc.pb.h"
 #include "router/rpc/router_hub.h"
 

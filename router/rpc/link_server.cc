@@ -1,7 +1,7 @@
 #include "router/rpc/link_server.h"
 
-#include "common/async_unary.h"
-#include "common/grpc_tls.h"
+#include "common/grpc/async_unary.h"
+#include "common/grpc/grpc_tls.h"
 
 namespace relay::router {
 

@@ -90,7 +90,7 @@ TestCa::~TestCa() {
   delete keys_;
 }
 
-common::GrpcTls TestCa::Issue(const std::string& role, Use use, const std::string& san) const {
+common::ServiceTls TestCa::Issue(const std::string& role, Use use, const std::string& san) const {
   static long serial = 100;
   EVP_PKEY* key = EVP_EC_gen("P-256");
   Check(key != nullptr, "a key");
@@ -104,7 +104,7 @@ common::GrpcTls TestCa::Issue(const std::string& role, Use use, const std::strin
     AddExtension(cert, keys_->cert, NID_ext_key_usage, "clientAuth");
   }
   Check(X509_sign(cert, keys_->key, EVP_sha256()) > 0, "signing a certificate");
-  common::GrpcTls tls{ca_pem_, ToPem(cert), ToPem(key)};
+  common::ServiceTls tls{ca_pem_, ToPem(cert), ToPem(key)};
   X509_free(cert);
   EVP_PKEY_free(key);
   return tls;

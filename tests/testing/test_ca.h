@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/grpc_tls.h"
+#include "common/service_tls.h"
 
 namespace relay::testing {
 
@@ -21,7 +21,7 @@ class TestCa {
 
   // A certificate for role, its key and this CA: what a service's
   // --grpc_tls_* flags would hold. san: a server's subject alternative names.
-  common::GrpcTls Issue(const std::string& role, Use use,
+  common::ServiceTls Issue(const std::string& role, Use use,
                         const std::string& san = "IP:127.0.0.1,DNS:localhost") const;
   const std::string& ca_pem() const { return ca_pem_; }
 

@@ -198,7 +198,7 @@ class LinkEndpointTest : public ::testing::Test {
     ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
 
-  std::shared_ptr<LinkTls> Tls(const GrpcTls& tls, LinkTls::Side side) {
+  std::shared_ptr<LinkTls> Tls(const ServiceTls& tls, LinkTls::Side side) {
     auto made = LinkTls::Make(tls, side);
     EXPECT_TRUE(made.ok()) << made.status();
     return made.ok() ? *made : nullptr;

@@ -151,7 +151,7 @@ class LinkSocketTlsTest : public ::testing::Test {
     return {server_done && client_done ? LinkIo::kDone : LinkIo::kError, 0, "no end"};
   }
 
-  std::shared_ptr<LinkTls> Tls(const GrpcTls& tls, LinkTls::Side side) {
+  std::shared_ptr<LinkTls> Tls(const ServiceTls& tls, LinkTls::Side side) {
     auto made = LinkTls::Make(tls, side);
     EXPECT_TRUE(made.ok()) << made.status();
     return made.ok() ? *made : nullptr;
@@ -210,7 +210,7 @@ TEST_F(LinkSocketTlsTest, ClientRefusesAServerCertificateForAnotherHost) {
 TEST_F(LinkSocketTlsTest, ServerRefusesAClientOfAnotherCa) {
   TestCa other("another CA");
   auto server_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kServer);
-  GrpcTls stranger = other.Issue("gateway", TestCa::Use::kClient);
+  ServiceTls stranger = other.Issue("gateway", TestCa::Use::kClient);
   stranger.ca_pem = ca_.ca_pem();  // it trusts the server; the server does not trust it
   auto client_tls = Tls(stranger, LinkTls::Side::kClient);
   LinkSocket server, client;

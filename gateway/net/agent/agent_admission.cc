@@ -1,0 +1,74 @@
+#include "gateway/net/agent/agent_admission.h"
+
+#include <optional>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include "common/clock.h"
+
+namespace relay::gateway {
+
+void AgentAdmission::Check(absl::string_view authorization,
+                           absl::FunctionRef<std::string()> client_address) {
+  std::string address;
+  // An address the host API's brake locked out is answered here until its
+  // Retry-After, without asking authsvc (the check costs nothing while no
+  // address is locked out).
+  if (!state_.lockouts.empty()) {
+    address = client_address();
+    if (auto left = state_.lockouts.Remaining(address, common::MonotonicNow())) {
+      state_.metrics.locked_out.Add();
+      return owner_.OnRefused(RequestGate::RefuseLockedOut(
+          absl::ToInt64Seconds(absl::Ceil(*left, absl::Seconds(1)))));
+    }
+  }
+  absl::string_view token = RequestGate::BearerToken(authorization);
+  if (token.empty()) {
+    state_.metrics.unauthorized.Add();
+    return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/false));
+  }
+  std::string bearer(token);
+  if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer)) {
+    return OnVerdict(*std::move(known), address);
+  }
+  if (address.empty()) {
+    address = client_address();
+  }
+  state_.auth->VerifyToken(
+      std::move(bearer), address,
+      [this, owner = owner_.KeepAlive(), address](AuthVerdict verdict) {
+        boost::asio::post(executor_,
+                          [this, owner, address, verdict = std::move(verdict)]() mutable {
+                            OnVerdict(std::move(verdict), address);
+                          });
+      });
+}
+
+void AgentAdmission::OnVerdict(AuthVerdict verdict, const std::string& address) {
+  switch (verdict.kind) {
+    case AuthVerdict::Kind::kOk:
+      // RFC 8707: a good token, but issued for another server, is refused as an unknown one.
+      if (!state_.gate.options().resource.Accepts(verdict.resource)) {
+        state_.metrics.unauthorized.Add();
+        return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/true));
+      }
+      return owner_.OnAdmitted(std::move(verdict.user), std::move(verdict.role));
+    case AuthVerdict::Kind::kInvalid:
+      state_.metrics.unauthorized.Add();
+      return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/true));
+    case AuthVerdict::Kind::kLockedOut:
+      state_.metrics.locked_out.Add();
+      // Remembered, so that the address's next requests are refused here.
+      if (!address.empty() && verdict.retry_after_seconds > 0) {
+        absl::Time now = common::MonotonicNow();
+        state_.lockouts.Put(address, now + absl::Seconds(verdict.retry_after_seconds), now);
+      }
+      return owner_.OnRefused(RequestGate::RefuseLockedOut(verdict.retry_after_seconds));
+    case AuthVerdict::Kind::kUnavailable:
+      state_.metrics.auth_unavailable.Add();
+      return owner_.OnRefused(RequestGate::RefuseAuthUnavailable());
+  }
+}
+
+}  // namespace relay::gateway

@@ -1,0 +1,90 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/beast/core.hpp>
+
+#include "gateway/core/listen_filter.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/net/agent/response_writer.h"
+
+namespace relay::gateway {
+
+// An agent's long-lived stream (the GET of a 2025 session, or a 2026-07-28
+// subscriptions/listen, whose ListenFilter picks and tags what it carries and
+// which ends with the listen request's result): an SSE response
+// that carries the session's notifications and requests from the router until
+// the agent goes away, the session ends, or the gateway stops. Takes over the
+// connection from the HttpSession that read the GET; the connection closes
+// when the stream ends.
+//
+// Runs on the connection's I/O thread; other threads use the Post* methods.
+// Lives as long as its pending operations.
+class AgentStream : public std::enable_shared_from_this<AgentStream>, public WriterOwner {
+ public:
+  // listen: a 2026-07-28 subscriptions/listen stream (its session is the
+  // relay's own, for the router's fan-out), with what it asked to hear.
+  // token_sha256: the bearer's SHA-256 (hex), so that its revocation ends the stream.
+  AgentStream(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
+              std::string account, std::string role, std::string session,
+              std::string token_sha256, std::optional<ListenFilter> listen = std::nullopt);
+
+  // On its I/O thread: registers the stream, answers the GET, tells the router
+  // (which replays what came after last_event_id).
+  void Run(uint64_t last_event_id);
+
+  // A message for the session, from the router.
+  void PostEvent(uint64_t event_id, std::string message);
+  // A notification of this gateway's own (the catalogue changed).
+  void PostNotice(std::string message);
+  // The token's role (immutable: any thread).
+  const std::string& role() const { return role_; }
+  // The link to shard came back: announce the stream again if its account is there.
+  void PostReannounce(size_t shard);
+  // The session was ended (DELETE): if this is its stream, it ends.
+  void PostSessionEnded(std::string session);
+  // The stream ends: the gateway stops (no reason), or the router cut it
+  // with a reason (its account fanned out more than its budget): a GET
+  // stream's agent resumes by reconnecting with Last-Event-ID, a listen
+  // stream ends with an error saying to listen again.
+  void PostEnd(std::string reason = "");
+  // authsvc revoked a token or a user: the stream ends if it was opened with
+  // that token or by that user (its agent hears 401 when it reconnects).
+  void PostRevoked(const Revocation& revoked);
+
+  // WriterOwner.
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  void OnResponseWritten(AfterResponse next) override;
+  void OnWriteFailed() override;
+
+ private:
+  // Notices the agent going away: any read completing with an error.
+  void WatchPeer();
+  // Ends the response and the connection (a listen stream with an error
+  // when there is a reason).
+  void End(absl::string_view reason = "");
+  // Tells the router the stream is gone (once).
+  void Unregister();
+  // A listen stream's resources, subscribed at the router before it opens.
+  void AnnounceSubscriptions();
+
+  boost::beast::tcp_stream stream_;
+  GatewayState& state_;
+  ConnectionSlot slot_;
+  const std::string account_;
+  const std::string role_;  // the token's: which catalogue changes this stream hears of
+  const std::string session_;
+  const std::string token_sha256_;
+  const std::optional<ListenFilter> listen_;
+  ResponseWriter out_;
+  uint64_t stream_id_ = 0;
+  bool ending_ = false;   // the last chunk is queued: nothing more is
+  bool ended_ = false;    // written, or the connection is gone
+  bool closing_ = false;  // the last chunk is written; the watch is being stopped
+};
+
+}  // namespace relay::gateway

@@ -1,0 +1,249 @@
+#include "gateway/net/agent/request_reader.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gateway/net/agent/response_writer.h"
+
+namespace relay::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+constexpr size_t kHeaderLimit = 16 * 1024;
+// A body slower than this is given up (and a slow client holds a connection
+// only as long as it keeps sending).
+constexpr uint64_t kMinBodyBytesPerSecond = 16 * 1024;
+
+}  // namespace
+
+RequestReader::RequestReader(beast::tcp_stream& stream, ReaderOwner& owner, Timeouts timeouts)
+    : stream_(stream), owner_(owner), timeouts_(timeouts), idle_timer_(stream.get_executor()) {}
+
+void RequestReader::ReadNext() {
+  parser_.emplace();
+  parser_->header_limit(kHeaderLimit);
+  // No limit while the header is read (Beast would fail an oversized
+  // Content-Length right there); the owner checks it and answers 413.
+  parser_->body_limit(boost::none);
+  body_read_ = false;
+  if (buffer_.size() > 0) {
+    return ReadHeaderBytes();  // pipelined: the next request is already here
+  }
+  // Nothing yet: wait for the first bytes, a keep-alive connection for
+  // --idle_timeout, a new one only for --header_timeout.
+  wait_ = Wait::kFirstBytes;
+  idle_timer_.expires_after(std::exchange(first_request_, false) ? timeouts_.header
+                                                                 : timeouts_.idle);
+  idle_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+    if (!ec && wait_ == Wait::kFirstBytes) {
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);  // OnBytes: the peer is gone
+    }
+  });
+  ReadSome();  // nothing to do if the last call's watch is still reading
+}
+
+void RequestReader::ReadHeaderBytes() {
+  // However slowly the rest comes, the whole header has --header_timeout.
+  stream_.expires_after(timeouts_.header);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
+                            if (ec == http::error::header_limit ||
+                                ec == http::error::buffer_overflow) {
+                              return owner_.OnHeaderTooLarge();
+                            }
+                            if (ec) {
+                              return owner_.OnPeerGone();  // closed, reset, timeout or garbage
+                            }
+                            owner_.OnHeader();
+                          });
+}
+
+void RequestReader::StartBody(uint64_t bytes) {
+  // The body's own time: the header's went partly to reading it and to the
+  // verdict on its bearer.
+  body_deadline_ = std::chrono::steady_clock::now() + timeouts_.header +
+                   std::chrono::seconds(bytes / kMinBodyBytesPerSecond);
+}
+
+void RequestReader::ExpireForBody() {
+  stream_.expires_at(
+      std::min(std::chrono::steady_clock::now() + timeouts_.header, body_deadline_));
+}
+
+void RequestReader::ReadBody(uint64_t limit, std::optional<uint64_t> length) {
+  if (parser_->is_done()) {
+    // No body (Content-Length: 0, or none): a read would wait for bytes that
+    // are not coming. Posted, as a read's completion would be.
+    return asio::post(stream_.get_executor(), [this, owner = owner_.KeepAlive()] {
+      body_read_ = true;
+      owner_.OnBody();
+    });
+  }
+  parser_->body_limit(limit);
+  StartBody(length.value_or(limit));
+  ReadBodySome();
+}
+
+void RequestReader::ReadBodySome() {
+  ExpireForBody();
+  http::async_read_some(stream_, buffer_, *parser_,
+                        [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
+                          // A chunked body over the limit, or a chunk's header
+                          // or trailer that does not end.
+                          if (ec == http::error::body_limit ||
+                              ec == http::error::buffer_overflow) {
+                            return owner_.OnBodyTooLarge();
+                          }
+                          if (ec) {
+                            return owner_.OnPeerGone();
+                          }
+                          if (!parser_->is_done()) {
+                            return ReadBodySome();
+                          }
+                          body_read_ = true;
+                          owner_.OnBody();
+                        });
+}
+
+void RequestReader::DiscardBody(uint64_t length) {
+  // Read to the end before the 413: many clients fail on an answer that comes
+  // while they are still sending.
+  StartBody(length);
+  Discard(length);
+}
+
+void RequestReader::Discard(uint64_t remaining) {
+  size_t buffered = static_cast<size_t>(std::min<uint64_t>(remaining, buffer_.size()));
+  buffer_.consume(buffered);
+  remaining -= buffered;
+  if (remaining == 0) {
+    body_read_ = true;
+    return owner_.OnBodyTooLarge();
+  }
+  ExpireForBody();
+  stream_.async_read_some(
+      buffer_.prepare(static_cast<size_t>(std::min<uint64_t>(remaining, 64 * 1024))),
+      [this, owner = owner_.KeepAlive(), remaining](beast::error_code ec, size_t bytes) {
+        if (ec) {
+          return owner_.OnPeerGone();
+        }
+        buffer_.commit(bytes);
+        Discard(remaining);
+      });
+}
+
+void RequestReader::Watch() {
+  // Only into an empty buffer: then a read is never in flight while bytes
+  // wait in the buffer, and ReadNext may parse them at once.
+  if (buffer_.size() == 0 && wait_ == Wait::kNone) {
+    wait_ = Wait::kWatch;
+    ReadSome();
+  }
+}
+
+void RequestReader::ReadSome() {
+  if (read_in_flight_) {
+    return;
+  }
+  read_in_flight_ = true;
+  stream_.socket().async_read_some(
+      buffer_.prepare(4096), [this, owner = owner_.KeepAlive()](beast::error_code ec,
+                                                                size_t bytes) {
+        OnBytes(ec, bytes);
+      });
+}
+
+void RequestReader::OnBytes(beast::error_code ec, size_t bytes) {
+  read_in_flight_ = false;
+  if (!ec) {
+    buffer_.commit(bytes);
+  }
+  switch (std::exchange(wait_, Wait::kNone)) {
+    case Wait::kClosing:
+      if (!ec || ec == asio::error::operation_aborted) {
+        CloseLingering(stream_, owner_.KeepAlive());
+      }
+      return;
+    case Wait::kFirstBytes:
+      idle_timer_.cancel();
+      if (ec) {
+        return owner_.OnPeerGone();  // gone, or idle too long
+      }
+      return ReadHeaderBytes();
+    case Wait::kWatch:
+      if (ec) {
+        return owner_.OnPeerGone();
+      }
+      return;  // a request sent ahead: kept for after the answer
+    case Wait::kNone:
+      return;
+  }
+}
+
+void RequestReader::Close() {
+  idle_timer_.cancel();
+  if (read_in_flight_) {
+    // The watch holds the read side: stop it; OnBytes closes.
+    wait_ = Wait::kClosing;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+    return;
+  }
+  wait_ = Wait::kNone;
+  CloseLingering(stream_, owner_.KeepAlive());
+}
+
+std::optional<std::string> RequestReader::Header(http::field field) const {
+  const auto& req = parser_->get();
+  auto it = req.find(field);
+  if (it == req.end()) {
+    return std::nullopt;
+  }
+  return std::string(it->value());
+}
+
+std::optional<std::string> RequestReader::Header(absl::string_view name) const {
+  const auto& req = parser_->get();
+  auto it = req.find(beast::string_view(name.data(), name.size()));
+  if (it == req.end()) {
+    return std::nullopt;
+  }
+  return std::string(it->value());
+}
+
+std::optional<uint64_t> RequestReader::ContentLength() const {
+  // From the header, not Beast's boost::optional (which trips GCC's
+  // maybe-uninitialized warning under the sanitizers). Beast takes a list of
+  // equal values ("5, 5") as one; so must the limits, or a list would pass
+  // them.
+  auto header = Header(http::field::content_length);
+  if (!header) {
+    return std::nullopt;
+  }
+  uint64_t length = 0;
+  for (absl::string_view item : absl::StrSplit(*header, ',')) {
+    uint64_t value = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(item), &value)) {
+      // Not what Beast admits: take it for too long, never for no length.
+      return std::numeric_limits<uint64_t>::max();
+    }
+    length = value;
+  }
+  return length;
+}
+
+bool RequestReader::BodyUnread() const {
+  const auto& req = parser_->get();
+  return !body_read_ && (req.has_content_length() || req.chunked()) && !parser_->is_done();
+}
+
+}  // namespace relay::gateway

@@ -1,0 +1,188 @@
+#include "gateway/net/agent/response_writer.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include <boost/asio/write.hpp>
+
+#include "common/log.h"
+
+namespace relay::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+
+ResponseWriter::ResponseWriter(beast::tcp_stream& stream, WriterOwner& owner,
+                               std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
+                               std::chrono::milliseconds write_timeout)
+    : stream_(stream), owner_(owner), sse_keepalive_(sse_keepalive), out_(max_queued_bytes),
+      keepalive_timer_(stream.get_executor()), write_timeout_(write_timeout),
+      write_timer_(stream.get_executor()) {}
+
+void ResponseWriter::Respond(int status, absl::string_view content_type, absl::string_view body,
+                             absl::string_view extra_headers, bool keep_alive) {
+  then_ = keep_alive ? AfterResponse::kReadNext : AfterResponse::kClose;
+  Enqueue(EncodeResponse(status, content_type, body, extra_headers, keep_alive));
+}
+
+void ResponseWriter::Continue() { Enqueue(std::string("HTTP/1.1 100 Continue\r\n\r\n")); }
+
+void ResponseWriter::StartSse(absl::string_view extra_headers) {
+  sse_ = true;
+  then_.reset();
+  Enqueue(EncodeSseHead(extra_headers));
+  ScheduleKeepAlive();
+}
+
+void ResponseWriter::SendEvent(absl::string_view message, uint64_t event_id) {
+  Enqueue(EncodeSseEvent(message, event_id));
+}
+
+void ResponseWriter::EndSse(bool keep_alive) {
+  // A keep-alive whose timer already fired must not follow the last chunk.
+  sse_ = false;
+  keepalive_timer_.cancel();
+  then_ = keep_alive ? AfterResponse::kReadNext : AfterResponse::kClose;
+  Enqueue(std::string(kLastChunk));
+}
+
+void ResponseWriter::Stop() {
+  stopped_ = true;
+  sse_ = false;
+  keepalive_timer_.cancel();
+  // Its handler holds the owner: let the owner go now, not at the deadline.
+  write_timer_.cancel();
+}
+
+void ResponseWriter::Fail() {
+  Stop();
+  beast::error_code ignored;
+  stream_.socket().close(ignored);
+  owner_.OnWriteFailed();
+}
+
+void ResponseWriter::WatchWrites() {
+  watching_writes_ = true;
+  write_timer_.expires_at(write_moved_ + write_timeout_);
+  write_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+    watching_writes_ = false;
+    if (ec || stopped_ || !out_.writing()) {
+      return;  // stopped, or nothing in flight: the next write arms it again
+    }
+    if (std::chrono::steady_clock::now() - write_moved_ >= write_timeout_) {
+      // The client keeps the connection but takes nothing: let it go rather
+      // than hold the connection and its output for ever.
+      common::LogWarn("agent connection takes no bytes; closing it");
+      return Fail();
+    }
+    WatchWrites();  // it moved meanwhile: a new deadline from there
+  });
+}
+
+void ResponseWriter::ScheduleKeepAlive() {
+  keepalive_timer_.expires_after(sse_keepalive_);
+  keepalive_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+    if (ec || !sse_ || stopped_) {
+      return;
+    }
+    // A comment line: proxies see traffic and do not cut an idle stream.
+    Enqueue(EncodeSseKeepAlive());
+    ScheduleKeepAlive();
+  });
+}
+
+void ResponseWriter::Enqueue(std::string bytes) {
+  if (stopped_) {
+    return;
+  }
+  if (!out_.Push(std::move(bytes))) {
+    // A client that keeps a stream open but does not read: let it go rather
+    // than hold its output without bound.
+    common::LogWarn("agent connection not read; closing it");
+    return Fail();
+  }
+  if (out_.ready()) {
+    DoWrite();
+  }
+}
+
+void ResponseWriter::DoWrite() {
+  std::vector<asio::const_buffer> buffers;
+  for (const std::string& bytes : out_.StartWrite()) {
+    buffers.push_back(asio::buffer(bytes));
+  }
+  write_moved_ = std::chrono::steady_clock::now();
+  if (!watching_writes_) {
+    WatchWrites();
+  }
+  // Asks before each send how much is left: a large answer to a slow client
+  // shows its headway as it goes.
+  auto moved = [this, sent = size_t{0}](const beast::error_code& ec, size_t bytes) mutable {
+    if (bytes != sent) {
+      sent = bytes;
+      write_moved_ = std::chrono::steady_clock::now();
+    }
+    return asio::transfer_all()(ec, bytes);
+  };
+  asio::async_write(stream_.socket(), buffers, std::move(moved),
+                    [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t bytes) {
+                      OnWrite(ec, bytes);
+                    });
+}
+
+void ResponseWriter::OnWrite(beast::error_code ec, size_t) {
+  out_.Written();
+  if (stopped_) {
+    return;
+  }
+  if (ec) {
+    return Fail();
+  }
+  if (out_.ready()) {
+    return DoWrite();
+  }
+  if (then_) {
+    AfterResponse next = *then_;
+    then_.reset();
+    owner_.OnResponseWritten(next);
+  }
+}
+
+size_t MaxQueuedBytes(const GatewayOptions& options) {
+  return std::max<size_t>(16 << 20, options.max_tab_message_bytes + (1 << 20));
+}
+
+namespace {
+
+struct Linger {
+  std::array<char, 16 * 1024> buffer;
+  std::chrono::steady_clock::time_point until;
+  std::shared_ptr<void> owner;
+};
+
+void ReadAndDrop(beast::tcp_stream& stream, std::shared_ptr<Linger> linger) {
+  // One deadline for all the reads: a client that keeps sending cannot hold
+  // the connection.
+  stream.expires_at(linger->until);
+  Linger& state = *linger;
+  stream.async_read_some(asio::buffer(state.buffer),
+                         [&stream, linger = std::move(linger)](beast::error_code ec, size_t) {
+                           if (!ec) {
+                             ReadAndDrop(stream, std::move(linger));
+                           }
+                         });
+}
+
+}  // namespace
+
+void CloseLingering(beast::tcp_stream& stream, std::shared_ptr<void> owner) {
+  beast::error_code ignored;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  auto linger = std::make_shared<Linger>();
+  linger->until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  linger->owner = std::move(owner);
+  ReadAndDrop(stream, std::move(linger));
+}
+
+}  // namespace relay::gateway

@@ -1,0 +1,105 @@
+#include "gateway/net/shards/router_commands.h"
+
+#include "common/log.h"
+#include "gateway/net/agent/agent_stream.h"
+#include "gateway/net/tab/tab_session.h"
+#include "relay/v1/router.pb.h"
+
+namespace relay::gateway {
+
+using relay::v1::RouterCommand;
+
+void RouterCommands::OnCommand(RouterCommand& command) {
+  switch (command.command_case()) {
+    case RouterCommand::kTabAccepted:
+      if (auto tab = tabs_.Find(command.tab_accepted().tab_id())) {
+        tab->PostAccepted(command.tab_accepted().agents());
+      }
+      break;
+    case RouterCommand::kDeliver:
+      // A tab that has left already sent its TabDown on the same link, so the
+      // router fails the call; nothing to do here then.
+      if (auto tab = tabs_.Find(command.deliver().tab_id())) {
+        auto* deliver = command.mutable_deliver();
+        if (common::LogEnabled(common::LogLevel::kDebug)) {
+          common::Log(common::LogLevel::kDebug, "call delivered to its tab",
+                      {{"call", deliver->trace_id()},
+                       {"tab", command.deliver().tab_id()},
+                       {"tab_call", deliver->call_id()},
+                       {"method", deliver->method()}});
+        }
+        tab->PostDeliver(deliver->call_id(), std::move(*deliver->mutable_method()),
+                         std::move(*deliver->mutable_params()));
+      }
+      break;
+    case RouterCommand::kCancel:
+      if (auto tab = tabs_.Find(command.cancel().tab_id())) {
+        tab->PostCancel(command.cancel().call_id(),
+                        std::move(*command.mutable_cancel()->mutable_reason()));
+      }
+      break;
+    case RouterCommand::kDisplace:
+      if (auto tab = tabs_.Find(command.displace().tab_id())) {
+        tab->PostDisplace(std::move(*command.mutable_displace()->mutable_reason()));
+      }
+      break;
+    case RouterCommand::kAgents:
+      if (auto tab = tabs_.Find(command.agents().tab_id())) {
+        tab->PostAgents(command.agents().count());
+      }
+      break;
+    case RouterCommand::kTabResponse:
+      if (auto tab = tabs_.Find(command.tab_response().tab_id())) {
+        auto* response = command.mutable_tab_response();
+        tab->PostResponse(std::move(*response->mutable_tab_request_id()), response->is_error(),
+                          std::move(*response->mutable_payload()));
+      }
+      break;
+    case RouterCommand::kStreamEvent:
+      if (auto stream = streams_.Find(command.stream_event().stream_id())) {
+        auto* event = command.mutable_stream_event();
+        stream->PostEvent(event->event_id(), std::move(*event->mutable_message()));
+      }
+      break;
+    case RouterCommand::kStreamEnd:
+      if (auto stream = streams_.Find(command.stream_end().stream_id())) {
+        stream->PostEnd(std::move(*command.mutable_stream_end()->mutable_reason()));
+      }
+      break;
+    case RouterCommand::kSessionEnded: {
+      const std::string& session = command.session_ended().session_id();
+      ended_.Add(session);
+      // Its GET streams end too, wherever they are open.
+      for (auto& stream : streams_.Snapshot()) {
+        stream->PostSessionEnded(session);
+      }
+      break;
+    }
+    case RouterCommand::kCallEvent:
+    case RouterCommand::kCallDone:
+      // The router client hands these to the call's waiter.
+    case RouterCommand::COMMAND_NOT_SET:
+      break;
+  }
+}
+
+void RouterCommands::OnLinkDown(size_t shard) {
+  link_downs_.Add();
+  for (auto& tab : tabs_.Snapshot()) {
+    tab->PostLinkDown(shard);
+  }
+}
+
+void RouterCommands::OnLinkUp(size_t shard) {
+  if (!ready_.load()) {
+    return;  // still starting: there are no tabs or streams yet
+  }
+  for (auto& tab : tabs_.Snapshot()) {
+    tab->PostReannounce(shard);
+  }
+  for (auto& stream : streams_.Snapshot()) {
+    stream->PostReannounce(shard);
+  }
+}
+
+}  // namespace relay::gateway

@@ -1,0 +1,406 @@
+#include "gateway/net/shards/router_shard.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/clock.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "gateway/rpc/channel.h"
+
+namespace relay::gateway {
+
+using relay::v1::GatewayEvent;
+using relay::v1::RouterBatch;
+using relay::v1::RouterCommand;
+
+namespace {
+
+ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
+  ForwardOutcome outcome;
+  switch (done.outcome_case()) {
+    case relay::v1::CallDone::kResult:
+      outcome.kind = ForwardOutcome::Kind::kResult;
+      outcome.payload = std::move(*done.mutable_result());
+      outcome.view_line = std::move(*done.mutable_view_line());
+      return outcome;
+    case relay::v1::CallDone::kError:
+      outcome.kind = ForwardOutcome::Kind::kError;
+      outcome.payload = std::move(*done.mutable_error());
+      return outcome;
+    case relay::v1::CallDone::kFailure:
+    case relay::v1::CallDone::OUTCOME_NOT_SET:
+      break;
+  }
+  switch (done.failure().reason()) {
+    case relay::v1::Failure::REASON_NO_TAB:
+      outcome.kind = ForwardOutcome::Kind::kNoTab;
+      break;
+    case relay::v1::Failure::REASON_DISPLACED:
+      outcome.kind = ForwardOutcome::Kind::kDisplaced;
+      break;
+    case relay::v1::Failure::REASON_CANCELLED:
+      outcome.kind = ForwardOutcome::Kind::kCancelled;
+      break;
+    case relay::v1::Failure::REASON_SESSION_ENDED:
+      outcome.kind = ForwardOutcome::Kind::kSessionEnded;
+      break;
+    case relay::v1::Failure::REASON_TOO_MANY_CALLS:
+      outcome.kind = ForwardOutcome::Kind::kTooManyCalls;
+      break;
+    case relay::v1::Failure::REASON_NOT_PENDING:
+      outcome.kind = ForwardOutcome::Kind::kNotPending;
+      break;
+    default:
+      outcome.kind = ForwardOutcome::Kind::kTabGone;
+      break;
+  }
+  return outcome;
+}
+
+}  // namespace
+
+// One OpenLink call in flight: deletes itself once answered.
+class RouterShard::Admission final : public common::CqTag {
+ public:
+  Admission(RouterShard& shard, relay::v1::Router::Stub& stub, grpc::CompletionQueue* cq)
+      : shard_(shard) {
+    // Not wait_for_ready: a router that is down is tried again on the
+    // shard's backoff, and says why meanwhile.
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    reader_ = stub.AsyncOpenLink(&context_, relay::v1::OpenLinkRequest(), cq);
+    reader_->Finish(&response_, &status_, static_cast<common::CqTag*>(this));
+  }
+  void Proceed(bool) override {
+    shard_.OnAdmitted(status_, response_.port());
+    delete this;
+  }
+
+ private:
+  RouterShard& shard_;
+  grpc::ClientContext context_;
+  relay::v1::OpenLinkResponse response_;
+  grpc::Status status_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<relay::v1::OpenLinkResponse>> reader_;
+};
+
+RouterShard::RouterShard(size_t index, const std::string& address, const common::ServiceTls& tls,
+                         std::shared_ptr<common::LinkTls> link_tls, std::string gateway_id,
+                         RouterCommandSink& sink, std::atomic<uint64_t>& next_ref,
+                         common::CqLoop& loop, boost::asio::io_context& io)
+    : index_(index), address_(address), link_tls_(std::move(link_tls)),
+      gateway_id_(std::move(gateway_id)), sink_(sink), next_ref_(next_ref), loop_(loop), io_(io),
+      stub_(relay::v1::Router::NewStub(MakeChannel(address, tls))) {
+  auto parts = common::SplitHostPort(address);
+  host_ = parts.ok() ? parts->first : address;
+}
+
+void RouterShard::Link() {
+  absl::MutexLock lock(&mu_);
+  alarm_pending_ = false;
+  if (stopping_) {
+    return;
+  }
+  admitting_ = true;
+  new Admission(*this, *stub_, loop_.cq());
+}
+
+void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
+  if (!status.ok() || port == 0) {
+    absl::Status why = status.ok() ? absl::UnavailableError("the router named no link port")
+                                   : absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                                                  status.error_message());
+    LogDown(why);
+    absl::MutexLock lock(&mu_);
+    admitting_ = false;
+    if (stopping_) {
+      return;
+    }
+    ScheduleRelinkLocked(relink_policy_.AfterAdmissionFailed(why.code()));
+    return;
+  }
+  std::shared_ptr<RouterLink> link;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      admitting_ = false;
+      return;
+    }
+    // Published, with its hello first in its queue, before it connects:
+    // nothing it does can run before link_ names it.
+    link = std::make_shared<RouterLink>(*this, io_, link_tls_);
+    link_ = link;
+    GatewayEvent hello;
+    hello.mutable_hello()->set_gateway_id(gateway_id_);
+    link->Send(std::move(hello));
+  }
+  link->Connect(host_, std::to_string(port));
+  // Announces this gateway's tabs of this shard; they queue behind the hello.
+  sink_.OnLinkUp(index_);
+  // Last: Stop() waits for this, and then the shard may go.
+  absl::MutexLock lock(&mu_);
+  admitting_ = false;
+}
+
+void RouterShard::LogDown(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    std::string reason(status.message());
+    if (stopping_ || reason == last_down_) {
+      return;
+    }
+    last_down_ = std::move(reason);
+  }
+  common::LogWarn("router link ended", {{"router", address_}, {"error", status.message()}});
+}
+
+bool RouterShard::Send(GatewayEvent&& event) {
+  absl::MutexLock lock(&mu_);
+  return link_ != nullptr && link_->Send(std::move(event));
+}
+
+uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter) {
+  if (!up_.load()) {
+    // An agent must hear at once that its shard is down.
+    waiter->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+    return 0;
+  }
+  uint64_t ref = next_ref_.fetch_add(1);
+  {
+    absl::MutexLock lock(&calls_mu_);
+    calls_.emplace(ref, std::move(waiter));
+  }
+  GatewayEvent event;
+  if (request.resume_call_id != 0) {
+    auto* resume = event.mutable_call_resume();
+    resume->set_call_ref(ref);
+    resume->set_account(std::move(request.account));
+    resume->set_call_id(request.resume_call_id);
+    resume->set_round(request.resume_round);
+    resume->set_trace_id(std::move(request.trace_id));
+    for (auto& [id, payload] : request.answers) {
+      auto* answer = resume->add_answers();
+      answer->set_tab_request_id(std::move(id));
+      answer->set_payload(std::move(payload));
+    }
+  } else {
+    BuildStart(request, ref, event.mutable_call_start());
+  }
+  if (!Send(std::move(event))) {
+    // The link ended just now; if its end has not failed this call yet, we do.
+    if (auto taken = Take(ref)) {
+      taken->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+    }
+  }
+  return ref;
+}
+
+void RouterShard::BuildStart(ForwardRequest& request, uint64_t ref, relay::v1::CallStart* start) {
+  start->set_call_ref(ref);
+  start->set_account(std::move(request.account));
+  start->set_session_id(std::move(request.session_id));
+  start->set_method(std::move(request.method));
+  start->set_params(std::move(request.params));
+  start->set_request_id(std::move(request.request_id));
+  start->set_progress_token(std::move(request.progress_token));
+  start->set_trace_id(std::move(request.trace_id));
+  start->set_stateless(request.stateless);
+}
+
+bool RouterShard::Park(uint64_t ref, uint32_t round, absl::Duration ttl) {
+  if (Take(ref) == nullptr) {
+    return false;  // it ended meanwhile: its outcome is on its way to the waiter
+  }
+  GatewayEvent event;
+  event.mutable_call_park()->set_call_ref(ref);
+  event.mutable_call_park()->set_round(round);
+  event.mutable_call_park()->set_ttl_ms(
+      static_cast<uint32_t>(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl))));
+  Send(std::move(event));
+  return true;
+}
+
+bool RouterShard::Cancel(uint64_t ref, RouterClient::CancelReason reason) {
+  std::shared_ptr<CallWaiter> waiter = Take(ref);
+  if (waiter == nullptr) {
+    return false;  // it ended meanwhile
+  }
+  GatewayEvent event;
+  event.mutable_call_cancel()->set_call_ref(ref);
+  ForwardOutcome::Kind kind = ForwardOutcome::Kind::kCancelled;
+  switch (reason) {
+    case RouterClient::CancelReason::kDeadline:
+      event.mutable_call_cancel()->set_reason("the call's deadline passed");
+      kind = ForwardOutcome::Kind::kTimeout;
+      break;
+    case RouterClient::CancelReason::kShutdown:
+      event.mutable_call_cancel()->set_reason("the agent's gateway is shutting down");
+      kind = ForwardOutcome::Kind::kShuttingDown;
+      break;
+    case RouterClient::CancelReason::kAgentGone:
+      event.mutable_call_cancel()->set_reason("the agent cancelled the request");
+      break;
+  }
+  Send(std::move(event));
+  waiter->OnCallDone(ForwardOutcome{kind, {}, {}});
+  return true;
+}
+
+size_t RouterShard::CallsInFlight() {
+  absl::MutexLock lock(&calls_mu_);
+  return calls_.size();
+}
+
+void RouterShard::CancelAll(RouterClient::CancelReason reason) {
+  std::vector<uint64_t> refs;
+  {
+    absl::MutexLock lock(&calls_mu_);
+    for (const auto& [ref, waiter] : calls_) {
+      refs.push_back(ref);
+    }
+  }
+  for (uint64_t ref : refs) {
+    Cancel(ref, reason);
+  }
+}
+
+void RouterShard::OnBatch(RouterBatch& batch) {
+  // Closed however the loop ends: a batch left open would hold back every
+  // later post of the links' thread.
+  struct Scope {
+    explicit Scope(RouterCommandSink& sink) : sink(sink) { sink.BeginBatch(); }
+    ~Scope() { sink.EndBatch(); }
+    RouterCommandSink& sink;
+  } scope(sink_);
+  for (RouterCommand& command : *batch.mutable_commands()) {
+    switch (command.command_case()) {
+      case RouterCommand::kCallEvent:
+        OnCallEvent(*command.mutable_call_event());
+        break;
+      case RouterCommand::kCallDone:
+        OnCallDone(*command.mutable_call_done());
+        break;
+      default:
+        sink_.OnCommand(command);
+        break;
+    }
+  }
+}
+
+void RouterShard::OnCallEvent(relay::v1::CallEvent& event) {
+  // Under the lock: a Cancel on another thread takes the call only after
+  // this event is handed over, so the waiter hears it before the end.
+  // (OnCallEvent only posts to the waiter's executor.)
+  absl::MutexLock lock(&calls_mu_);
+  auto it = calls_.find(event.call_ref());
+  if (it != calls_.end()) {
+    it->second->OnCallEvent(std::move(*event.mutable_message()));
+  }
+}
+
+void RouterShard::OnCallDone(relay::v1::CallDone& done) {
+  if (std::shared_ptr<CallWaiter> waiter = Take(done.call_ref())) {
+    waiter->OnCallDone(ToOutcome(done));
+  }
+}
+
+void RouterShard::OnLinkEnded(RouterLink* link, const absl::Status& status) {
+  bool stopping;
+  {
+    absl::MutexLock lock(&mu_);
+    if (link_.get() == link) {
+      up_.store(false);
+    }
+    stopping = stopping_;
+  }
+  // Every call sent on it is lost: the router that held it is gone, or has
+  // cancelled it at its tab. (New calls fail at once: the link is not up.)
+  absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> lost;
+  {
+    absl::MutexLock lock(&calls_mu_);
+    lost.swap(calls_);
+  }
+  for (auto& [ref, waiter] : lost) {
+    waiter->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
+  }
+  if (!stopping) {
+    LogDown(status);
+    sink_.OnLinkDown(index_);
+  }
+  // Last: Stop() waits for link_ to be cleared, and then the shard may go.
+  absl::MutexLock lock(&mu_);
+  if (link_.get() == link) {
+    link_ = nullptr;
+  }
+  if (stopping_) {
+    return;
+  }
+  ScheduleRelinkLocked(relink_policy_.AfterLinkEnded(common::MonotonicNow()));
+}
+
+void RouterShard::OnLinkEstablished() {
+  absl::MutexLock lock(&mu_);
+  relink_policy_.Established(common::MonotonicNow());
+  last_down_.clear();
+  up_.store(true);
+}
+
+bool RouterShard::Flushed() {
+  absl::MutexLock lock(&mu_);
+  return link_ == nullptr || link_->Flushed();
+}
+
+void RouterShard::Stop() {
+  std::shared_ptr<RouterLink> link;
+  grpc::Alarm* alarm;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // from here no link or alarm is made
+    link = link_;
+    alarm = alarm_.get();
+  }
+  // Outside the lock: a cancel may run the reactions it causes at once.
+  if (alarm != nullptr) {
+    alarm->Cancel();
+  }
+  if (link != nullptr) {
+    link->Close(absl::CancelledError("the gateway is stopping"));
+  }
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](RouterShard* shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard->mu_) {
+        return shard->link_ == nullptr && !shard->alarm_pending_ && !shard->admitting_;
+      },
+      this));
+}
+
+std::shared_ptr<CallWaiter> RouterShard::Take(uint64_t ref) {
+  absl::MutexLock lock(&calls_mu_);
+  auto it = calls_.find(ref);
+  if (it == calls_.end()) {
+    return nullptr;
+  }
+  std::shared_ptr<CallWaiter> waiter = std::move(it->second);
+  calls_.erase(it);
+  return waiter;
+}
+
+void RouterShard::ScheduleRelinkLocked(absl::Duration wait) {
+  alarm_ = std::make_unique<grpc::Alarm>();
+  alarm_pending_ = true;
+  alarm_->Set(loop_.cq(), absl::ToChronoTime(absl::Now() + wait),
+              static_cast<common::CqTag*>(&relink_));
+}
+
+void RouterShard::OnRelinkAlarm(bool fired) {
+  if (fired) {
+    return Link();  // clears alarm_pending_ where it publishes the link
+  }
+  absl::MutexLock lock(&mu_);
+  alarm_pending_ = false;
+}
+
+}  // namespace relay::gateway

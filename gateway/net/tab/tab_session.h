@@ -1,0 +1,118 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "absl/strings/string_view.h"
+#include "gateway/core/jsonrpc.h"
+#include "gateway/core/rate_limiter.h"
+#include "gateway/core/router_events.h"
+#include "gateway/core/tab_calls.h"
+#include "gateway/net/gateway_state.h"
+#include "gateway/net/tab/tab_reader.h"
+#include "gateway/net/tab/tab_transport.h"
+#include "gateway/net/tab/tab_writer.h"
+#include "gateway/core/auth_client.h"
+#include "gateway/core/router_client.h"
+
+namespace relay::gateway {
+
+// One browser tab's WebSocket (TAB-PROTOCOL.md). Runs on its I/O thread: every
+// member is touched only there; other threads call the Post* methods, which
+// post to that thread. Lives as long as its pending operations.
+class TabSession : public std::enable_shared_from_this<TabSession>,
+                   public TabReader::Owner,
+                   public TabWriter::Owner {
+ public:
+  TabSession(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot);
+
+  // Completes the upgrade the HTTP session read.
+  void Run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
+
+  void PostAccepted(uint32_t agents);
+  void PostDeliver(uint64_t call_id, std::string method, std::string params);
+  void PostCancel(uint64_t call_id, std::string reason);
+  void PostDisplace(std::string reason);
+  void PostAgents(uint32_t count);
+  // The agent's (or the relay's) answer to one of the tab's requests.
+  void PostResponse(std::string tab_request_id, bool is_error, std::string payload);
+  void PostLinkDown(size_t shard);
+  void PostReannounce(size_t shard);
+  // The gateway's drain: the tab answers the calls it has, takes no new one,
+  // and is closed with 1001 once it has none.
+  void PostDrain();
+  // Shutdown: close with 1001 so the tab reconnects elsewhere.
+  void PostGoingAway();
+  // authsvc revoked every token of user (the password changed, the account
+  // was deleted or renamed): a tab of that account is closed with 4403, which
+  // tells the page to sign in again.
+  void PostSignedOut(std::string user);
+
+  // TabReader::Owner and TabWriter::Owner.
+  std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
+  void OnTabMessage(std::string text) override;
+  void OnTabMessageTooBig() override;
+  void OnTabMessageBinary() override;
+  void OnTabReadEnded(boost::beast::error_code ec) override;
+  void OnTabWriterDone() override;
+
+ private:
+  enum class State { kAwaitingHello, kRedeeming, kAnnouncing, kLive, kClosing };
+
+  void OnAccept(boost::beast::error_code ec);
+  void OnHelloTimeout(boost::beast::error_code ec);
+  void HandleMessage(absl::string_view text);
+  void HandleHello(absl::string_view text);
+  void OnRedeemed(AuthVerdict verdict);
+  void HandleLive(absl::string_view text);
+  // A message nested deeper than --max_json_depth.
+  void RefuseTooDeep(absl::string_view text);
+  // An answer to call id the relay cannot pass on: the call ends with an
+  // error saying what was wrong. False when id names no call in flight.
+  bool EndCallUnreadable(const nlohmann::json& id, absl::string_view what);
+  void HandleNotification(RpcMessage& message);
+  void HandleRequestToAgent(RpcMessage& message);
+  // TabUp for this tab, to its account's shard.
+  void Announce();
+  // The tab's answer to call_id, to its account's shard.
+  void Reply(uint64_t call_id, bool is_error, std::string payload);
+
+  // Gives up every call the tab has: those it was sent are cancelled there
+  // (notifications/cancelled), so that an agent's retry never runs beside a
+  // forgotten first run (ARCHITECTURE.md "Faults").
+  void CancelAll(absl::string_view reason);
+  void Send(std::string text);
+  // Sends what is queued, then closes with code.
+  void CloseWith(uint16_t code, absl::string_view reason);
+  void Cleanup();
+  // Draining, with no call left: close with 1001.
+  void MaybeEndDrain();
+
+  TabStream ws_;
+  GatewayState& state_;
+  ConnectionSlot slot_;
+  TabReader in_;
+  TabWriter out_;
+  boost::asio::steady_timer hello_timer_;
+  // Notifications toward agents, so that a runaway tab cannot flood the
+  // links and the agents' streams: 1,000 a second, bursts of 2,000.
+  RateLimiter notifications_{1000, 2000};
+  uint64_t dropped_notifications_ = 0;
+  bool cleaned_up_ = false;
+  State phase_ = State::kAwaitingHello;
+  bool announced_ = false;
+  bool counted_ = false;  // in the gateway's tab gauge
+  bool draining_ = false;
+  uint64_t tab_id_ = 0;
+  TabAnnouncement announcement_;  // what the router is told of this tab
+  std::string hello_id_;  // the hello's id, as JSON text
+  TabCalls calls_;
+};
+
+}  // namespace relay::gateway
