@@ -157,82 +157,66 @@ class LinkSocketTlsTest : public ::testing::Test {
     return made.ok() ? *made : nullptr;
   }
 
+  // server_ on the pair's first socket with server_cert, client_ on the
+  // second with client_cert, dialling host; the handshake not begun.
+  void Begin(const ServiceTls& server_cert, const ServiceTls& client_cert, const std::string& host) {
+    server_tls_ = Tls(server_cert, LinkTls::Side::kServer);
+    client_tls_ = Tls(client_cert, LinkTls::Side::kClient);
+    server_.Attach(pair_.a);
+    client_.Attach(pair_.b);
+    ASSERT_TRUE(server_.StartTls(server_tls_->context(), /*server=*/true, "").ok());
+    ASSERT_TRUE(client_.StartTls(client_tls_->context(), /*server=*/false, host).ok());
+  }
+  ServiceTls Router() { return ca_.Issue("router", TestCa::Use::kServer); }
+  ServiceTls Gateway() { return ca_.Issue("gateway", TestCa::Use::kClient); }
+
   TestCa ca_;
   SocketPair pair_;
+  std::shared_ptr<LinkTls> server_tls_, client_tls_;
+  LinkSocket server_, client_;
 };
 
 TEST_F(LinkSocketTlsTest, HandshakeNamesEachPeersRole) {
-  auto server_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kServer);
-  auto client_tls = Tls(ca_.Issue("gateway", TestCa::Use::kClient), LinkTls::Side::kClient);
-  LinkSocket server, client;
-  server.Attach(pair_.a);
-  client.Attach(pair_.b);
-  ASSERT_TRUE(server.StartTls(server_tls->context(), /*server=*/true, "").ok());
-  ASSERT_TRUE(client.StartTls(client_tls->context(), /*server=*/false, "127.0.0.1").ok());
-  LinkStep done = Handshake(server, client);
+  Begin(Router(), Gateway(), "127.0.0.1");
+  LinkStep done = Handshake(server_, client_);
   ASSERT_EQ(done.io, LinkIo::kDone) << done.error;
-  EXPECT_EQ(server.peer_role(), "gateway");
-  EXPECT_EQ(client.peer_role(), "router");
+  EXPECT_EQ(server_.peer_role(), "gateway");
+  EXPECT_EQ(client_.peer_role(), "router");
 }
 
 TEST_F(LinkSocketTlsTest, PartialWritesArriveWholeAndInOrder) {
   int small = 16 << 10;
   ASSERT_EQ(::setsockopt(pair_.a, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-  auto server_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kServer);
-  auto client_tls = Tls(ca_.Issue("gateway", TestCa::Use::kClient), LinkTls::Side::kClient);
-  LinkSocket server, client;
-  server.Attach(pair_.a);
-  client.Attach(pair_.b);
-  ASSERT_TRUE(server.StartTls(server_tls->context(), true, "").ok());
-  ASSERT_TRUE(client.StartTls(client_tls->context(), false, "localhost").ok());
-  ASSERT_EQ(Handshake(server, client).io, LinkIo::kDone);
-
+  Begin(Router(), Gateway(), "localhost");
+  ASSERT_EQ(Handshake(server_, client_).io, LinkIo::kDone);
   const std::string data = Pattern(3 << 20);
   int partial = 0;
-  EXPECT_EQ(Carry(server, client, data, &partial), data);
+  EXPECT_EQ(Carry(server_, client_, data, &partial), data);
   EXPECT_GT(partial, 0);  // the socket was full at times: the writes were partial
-  EXPECT_EQ(Carry(client, server, "and back", &partial), "and back");
+  EXPECT_EQ(Carry(client_, server_, "and back", &partial), "and back");
 }
 
 TEST_F(LinkSocketTlsTest, ClientRefusesAServerCertificateForAnotherHost) {
-  auto server_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kServer);
-  auto client_tls = Tls(ca_.Issue("gateway", TestCa::Use::kClient), LinkTls::Side::kClient);
-  LinkSocket server, client;
-  server.Attach(pair_.a);
-  client.Attach(pair_.b);
-  ASSERT_TRUE(server.StartTls(server_tls->context(), true, "").ok());
-  ASSERT_TRUE(client.StartTls(client_tls->context(), false, "10.9.8.7").ok());
-  LinkStep failed = Handshake(server, client);
+  Begin(Router(), Gateway(), "10.9.8.7");
+  LinkStep failed = Handshake(server_, client_);
   EXPECT_EQ(failed.io, LinkIo::kError);
   EXPECT_NE(failed.error.find("certificate"), std::string::npos) << failed.error;
 }
 
 TEST_F(LinkSocketTlsTest, ServerRefusesAClientOfAnotherCa) {
   TestCa other("another CA");
-  auto server_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kServer);
   ServiceTls stranger = other.Issue("gateway", TestCa::Use::kClient);
   stranger.ca_pem = ca_.ca_pem();  // it trusts the server; the server does not trust it
-  auto client_tls = Tls(stranger, LinkTls::Side::kClient);
-  LinkSocket server, client;
-  server.Attach(pair_.a);
-  client.Attach(pair_.b);
-  ASSERT_TRUE(server.StartTls(server_tls->context(), true, "").ok());
-  ASSERT_TRUE(client.StartTls(client_tls->context(), false, "127.0.0.1").ok());
-  EXPECT_NE(Handshake(server, client).io, LinkIo::kDone);
-  EXPECT_EQ(server.peer_role(), "");
+  Begin(Router(), stranger, "127.0.0.1");
+  EXPECT_NE(Handshake(server_, client_).io, LinkIo::kDone);
+  EXPECT_EQ(server_.peer_role(), "");
 }
 
 TEST_F(LinkSocketTlsTest, ServerRefusesAServerCertificateAsAClient) {
   // A router's certificate (serverAuth) presented by a client: the purpose
   // check refuses it, so a stolen router key cannot dial in as a gateway.
-  auto server_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kServer);
-  auto client_tls = Tls(ca_.Issue("router", TestCa::Use::kServer), LinkTls::Side::kClient);
-  LinkSocket server, client;
-  server.Attach(pair_.a);
-  client.Attach(pair_.b);
-  ASSERT_TRUE(server.StartTls(server_tls->context(), true, "").ok());
-  ASSERT_TRUE(client.StartTls(client_tls->context(), false, "127.0.0.1").ok());
-  EXPECT_NE(Handshake(server, client).io, LinkIo::kDone);
+  Begin(Router(), Router(), "127.0.0.1");
+  EXPECT_NE(Handshake(server_, client_).io, LinkIo::kDone);
 }
 
 TEST_F(LinkSocketTlsTest, PlaintextBytesToATlsServerAreAnError) {
