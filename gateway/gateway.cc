@@ -219,10 +219,24 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
 
 Gateway::Gateway(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 
-// The process leaves with _Exit after Drain (gRPC completions may still be
-// running on the loop thread, and sessions hold references into the parts):
-// the parts are not destroyed.
-Gateway::~Gateway() { (void)parts_.release(); }
+// Torn down in the order that lets each part finish with the others still
+// there: no new connection; the router shards (each waits for its link's end,
+// which runs on the first I/O thread, and for its relink alarm on the gRPC
+// loop) and the auth client (its revocation watch ends on the gRPC loop) while
+// the I/O threads and the loop still run; then the loop, then the I/O
+// threads. The members go last, in the reverse of their order: the sessions
+// the I/O contexts' handlers still hold go with the contexts, before the
+// state they point into. (The process leaves with _Exit after Drain and never
+// runs this; the in-process test, tests/inprocess/, does.)
+Gateway::~Gateway() {
+  Parts& p = *parts_;
+  p.listener->Stop();
+  boost::asio::post(p.catalogue_timer.get_executor(), [&p] { p.catalogue_timer.cancel(); });
+  p.router.reset();
+  p.auth.reset();
+  p.grpc_loop.Stop();
+  p.io.Stop();
+}
 
 int Gateway::port() const { return parts_->listener->port(); }
 
@@ -273,7 +287,6 @@ bool Gateway::Drain() {
     absl::SleepFor(absl::Milliseconds(100));
   }
   common::LogInfo("stopped", {{"drained", drained}});
-  p.io.Stop();
   return drained;
 }
 

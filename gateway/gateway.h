@@ -48,8 +48,9 @@ class Gateway {
   // SIGTERM (STYLE.md): stop accepting; new requests and tabs get 503; each
   // tab answers the calls it has and is closed with 1001 once it has none;
   // the calls of this gateway's agents finish up to drain_timeout, when those
-  // left get a clear error; then the rest is closed and the I/O threads stop.
-  // Returns whether everything in flight finished in time.
+  // left get a clear error; then the rest is closed (the process may leave;
+  // destroying the Gateway stops its threads). Returns whether everything in
+  // flight finished in time.
   bool Drain();
 
  private:
