@@ -21,6 +21,10 @@
 //   bench/run.sh --rebuild 2000,10000
 //                                  N tabs announced to a router shard, kill -9 and restart: the
 //                                  time until every tab is routable again, memory per tab
+//   bench/run.sh --rebuild 10000,50000,100000 --rebuild-via links
+//                                  the same, the tabs announced by relay-linkload processes that
+//                                  speak the link as four gateways would (past the descriptor
+//                                  limit that real tab sockets meet here)
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
@@ -42,6 +46,7 @@ const { values: opts } = parseArgs({
     connections: { type: 'string' },
     accounts: { type: 'string' },
     rebuild: { type: 'string' },
+    'rebuild-via': { type: 'string', default: 'tabs' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -242,7 +247,7 @@ async function compare() {
 if (opts.accounts) {
   await accounts(Number(opts.accounts), seconds, Number(opts.rounds));
 } else if (opts.rebuild) {
-  await rebuilds(opts.rebuild.split(','));
+  await rebuilds(opts.rebuild.split(','), opts['rebuild-via']);
 } else if (opts.connections) {
   await connections(opts.connections.split(','));
 } else if (opts.machine) {

@@ -3,10 +3,12 @@
 // needs) announced to one shard; then `kill -9` of the shard and its restart on the same ports:
 // the time until it routes every tab again (its relay_router_tabs gauge back at N), counted
 // from the restart and from the kill, and the shard's resident memory per tab. Real sockets end
-// at this machine's descriptor limit; beyond it, a load tool speaking the link as a gateway
-// would is still to be written (docs/performance.md).
+// at this machine's descriptor limit; with --rebuild-via links the tabs are announced instead by
+// relay-linkload processes (bench/link_load.cc), each speaking the link as a gateway would
+// (the project's own LinkEndpoint, under the gateway's certificate) and announcing its tabs
+// again whenever the link comes back.
 import { join } from 'node:path';
-import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
+import { binDir, repoRoot, startProcess, startStack, tlsArgs, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { makeAccounts, node, nodeEnv, rssKiB } from './lib.mjs';
 import { heldBy, mostConnections } from './connections.mjs';
 
@@ -22,21 +24,41 @@ async function routerTabs(router) {
   }
 }
 
-async function rebuild(n) {
+// Gateways the link load tool stands in for.
+const kLinkGateways = 4;
+
+// Starts the holders of n tabs: real tab sockets over as many gateways as the descriptor limit
+// needs, or kLinkGateways relay-linkload processes on the shard's link port.
+async function announce(n, via, stack, holders) {
+  if (via === 'links') {
+    const per = Math.ceil(n / kLinkGateways);
+    for (let g = 0; g < kLinkGateways; g++) {
+      const tabs = Math.min(per, n - g * per);
+      holders.push(startProcess(`linkload ${g + 1}`, join(binDir, 'relay-linkload'), [
+        `--link=127.0.0.1:${stack.routers[0].linkPort}`, `--tabs=${tabs}`, `--prefix=l${g + 1}`,
+        `--gateway_id=linkload-${g + 1}`, ...tlsArgs('gateway')]));
+    }
+    return kLinkGateways;
+  }
   const perGateway = mostConnections();
   const gateways = Math.ceil(n / perGateway);
-  const stack = await startStack({ gateways, users: [] });
+  const accounts = makeAccounts(stack, n, 't', { tokens: false });
+  for (let g = 0; g < gateways; g++) {
+    const mine = accounts.slice(g * perGateway, (g + 1) * perGateway);
+    holders.push(startProcess(`tabs on gateway ${g + 1}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', stack.gateways[g].url, '500'], { env: nodeEnv, stdin: mine.map((a) => a.ticket).join('\n') + '\n' }));
+  }
+  await Promise.all(holders.map(heldBy));
+  return gateways;
+}
+
+async function rebuild(n, via) {
+  const stack = await startStack({ gateways: via === 'links' ? 1 : Math.ceil(n / mostConnections()), users: [] });
   const holders = [];
   try {
     const router = stack.routers[0];
     const rest = rssKiB(router.child.pid);
-    const accounts = makeAccounts(stack, n, 't', { tokens: false });
     const started = Date.now();
-    for (let g = 0; g < gateways; g++) {
-      const mine = accounts.slice(g * perGateway, (g + 1) * perGateway);
-      holders.push(startProcess(`tabs on gateway ${g + 1}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', stack.gateways[g].url, '500'], { env: nodeEnv, stdin: mine.map((a) => a.ticket).join('\n') + '\n' }));
-    }
-    await Promise.all(holders.map(heldBy));
+    const gateways = await announce(n, via, stack, holders);
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 120000);
     const arrivedMs = Date.now() - started;
     const full = rssKiB(router.child.pid);
@@ -56,11 +78,12 @@ async function rebuild(n) {
   }
 }
 
-export async function rebuilds(levels) {
-  console.log('a shard rebuilt from the gateways: N tabs, each of its own account, announced to one router; kill -9 of the router and its restart on the same ports\n');
+export async function rebuilds(levels, via = 'tabs') {
+  if (via !== 'tabs' && via !== 'links') throw new Error('--rebuild-via is tabs or links');
+  console.log(`a shard rebuilt from the gateways: N tabs, each of its own account, announced to one router ${via === 'links' ? 'by relay-linkload processes speaking the link as gateways would' : 'by real tab sockets through gateways'}; kill -9 of the router and its restart on the same ports\n`);
   for (const n of levels.map(Number)) {
-    const r = await rebuild(n);
+    const r = await rebuild(n, via);
     const perTab = (r.full - r.rest) / n;
-    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} gateway(s) (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
+    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} ${via === 'links' ? 'link load process(es)' : 'gateway(s)'} (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
   }
 }
