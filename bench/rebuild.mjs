@@ -9,7 +9,7 @@
 // again whenever the link comes back.
 import { join } from 'node:path';
 import { binDir, repoRoot, startProcess, startStack, tlsArgs, waitUntil } from '../tests/e2e/lib/stack.mjs';
-import { makeAccounts, node, nodeEnv, rssKiB } from './lib.mjs';
+import { initialize, makeAccounts, node, nodeEnv, openLoop, rssKiB, startEchoTab, stallText } from './lib.mjs';
 import { heldBy, mostConnections } from './connections.mjs';
 
 const kBarSeconds = 2;
@@ -29,13 +29,13 @@ const kLinkGateways = 4;
 
 // Starts the holders of n tabs: real tab sockets over as many gateways as the descriptor limit
 // needs, or kLinkGateways relay-linkload processes on the shard's link port.
-async function announce(n, via, stack, holders) {
+async function announce(n, via, stack, holders, victim) {
   if (via === 'links') {
     const per = Math.ceil(n / kLinkGateways);
     for (let g = 0; g < kLinkGateways; g++) {
       const tabs = Math.min(per, n - g * per);
       holders.push(startProcess(`linkload ${g + 1}`, join(binDir, 'relay-linkload'), [
-        `--link=127.0.0.1:${stack.routers[0].linkPort}`, `--tabs=${tabs}`, `--prefix=l${g + 1}`,
+        `--link=127.0.0.1:${stack.routers[victim].linkPort}`, `--tabs=${tabs}`, `--prefix=l${g + 1}`,
         `--gateway_id=linkload-${g + 1}`, ...tlsArgs('gateway')]));
     }
     return kLinkGateways;
@@ -51,27 +51,53 @@ async function announce(n, via, stack, holders) {
   return gateways;
 }
 
+// With the link tool, a second shard serves one account's calls meanwhile: a trickle of
+// kTrickleRate calls/s through the same gateway to that account's tab, whose p99 before the
+// kill and across the rebuild says whether the storm reaches the other shards.
+const kTrickleRate = 200;
+const kTrickleSeconds = 4;
+
 async function rebuild(n, via) {
-  const stack = await startStack({ gateways: via === 'links' ? 1 : Math.ceil(n / mostConnections()), users: [] });
+  const links = via === 'links';
+  const stack = await startStack({ gateways: links ? 1 : Math.ceil(n / mostConnections()), routers: links ? 2 : 1, users: links ? ['bench'] : [] });
   const holders = [];
   try {
-    const router = stack.routers[0];
+    let victim = 0;
+    let system = null;
+    if (links) {
+      const gw = stack.gateways[0];
+      holders.push(await startEchoTab('echo tab', gw.wsUrl, await stack.ticket('bench')));
+      const token = await stack.mintToken('bench');
+      system = { url: gw.url, token, sid: await initialize(gw.url, token) };
+      // The shard that does not hold bench's tab is the one rebuilt.
+      await waitUntil(async () => (await routerTabs(stack.routers[0])) + (await routerTabs(stack.routers[1])) === 1, "bench's tab to be announced");
+      victim = (await routerTabs(stack.routers[0])) === 1 ? 1 : 0;
+    }
+    const router = stack.routers[victim];
     const rest = rssKiB(router.child.pid);
     const started = Date.now();
-    const gateways = await announce(n, via, stack, holders);
+    const gateways = await announce(n, via, stack, holders, victim);
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 120000);
     const arrivedMs = Date.now() - started;
     const full = rssKiB(router.child.pid);
 
+    let before = null;
+    let during = null;
+    if (system) {
+      await openLoop(system, kTrickleRate, 1);  // warm the path
+      before = await openLoop(system, kTrickleRate, kTrickleSeconds);
+      during = openLoop(system, kTrickleRate, kTrickleSeconds);
+      await new Promise((r) => setTimeout(r, 500));  // the trickle runs before the kill too
+    }
     const killedAt = Date.now();
     await router.stop('SIGKILL');
-    const restarted = await stack.restartRouter(0);
+    const restarted = await stack.restartRouter(victim);
     const restartedAt = Date.now();
     let polls = 0;
     await waitUntil(async () => { polls++; return (await routerTabs(restarted)) === n; }, `the restarted router to count ${n} tabs`, 120000);
     const routableAt = Date.now();
     const rebuilt = rssKiB(restarted.child.pid);
-    return { n, gateways, arrivedMs, rest, full, rebuilt, fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, polls };
+    return { n, gateways, arrivedMs, rest, full, rebuilt, fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, polls, before, during: await during };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
     await stack.stop();
@@ -85,5 +111,9 @@ export async function rebuilds(levels, via = 'tabs') {
     const r = await rebuild(n, via);
     const perTab = (r.full - r.rest) / n;
     console.log(`${String(n).padStart(6)} tabs on ${r.gateways} ${via === 'links' ? 'link load process(es)' : 'gateway(s)'} (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
+    if (r.before) {
+      const ratio = r.during.p99_ms / r.before.p99_ms;
+      console.log(`        the other shard's calls (${kTrickleRate}/s, ${kTrickleSeconds} s each): p50 ${r.before.p50_ms.toFixed(2)} → ${r.during.p50_ms.toFixed(2)} ms, p99 ${r.before.p99_ms.toFixed(2)} → ${r.during.p99_ms.toFixed(2)} ms across the kill and rebuild (${ratio.toFixed(2)}×; during: ${stallText(r.during)})${r.during.errors || r.during.non200 ? `, ERRORS ${r.during.errors}, non-200 ${r.during.non200}` : ''}`);
+    }
   }
 }
