@@ -56,6 +56,11 @@ std::vector<TabRecord> RoutingTable::DetachLink(uint64_t link_id) {
   return gone;
 }
 
+size_t RoutingTable::size() const {
+  absl::MutexLock lock(&mu_);
+  return by_account_.size();
+}
+
 std::optional<TabRef> RoutingTable::Find(const std::string& account) const {
   absl::MutexLock lock(&mu_);
   auto it = by_account_.find(account);

@@ -69,7 +69,12 @@ class RoutingTable {
   std::optional<std::string> AccountOf(const TabRef& ref) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // All tabs, or the one of account when it is not empty, ordered by account.
+  // A copy of every record: for operators' listings, never for a count.
   std::vector<TabRecord> List(const std::string& account) const ABSL_LOCKS_EXCLUDED(mu_);
+  // How many tabs hold their accounts (what /metrics and GetStats report; a
+  // scrape of a shard of 100,000 tabs must not copy them all under the hub's
+  // lock).
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;

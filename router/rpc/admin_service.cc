@@ -217,7 +217,7 @@ void RouterAdminService::Serve(common::CqLoop& loop) {
         hub_.Read([&](const RouterCore& core) {
           const RouterCounts& c = core.counts();
           response->set_links(core.LinkCount());
-          response->set_tabs(core.tabs().List("").size());
+          response->set_tabs(core.tabs().size());
           response->set_sessions(core.sessions().size());
           response->set_forwards(c.forwards);
           response->set_results(c.results);

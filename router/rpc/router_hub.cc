@@ -188,7 +188,7 @@ std::string RouterHub::RenderMetrics() const {
   common::MetricsText text;
   text.Add("relay_router_links", "Gateways linked to this router.", "gauge", core_.LinkCount());
   text.Add("relay_router_tabs", "Tabs known to this router.", "gauge",
-           core_.tabs().List("").size());
+           core_.tabs().size());
   text.Add("relay_router_sessions", "Agent sessions known to this router.", "gauge",
            core_.sessions().size());
   text.Add("relay_router_calls_in_flight", "Forwarded calls waiting for their tab.", "gauge",

@@ -22,6 +22,24 @@ TEST(RoutingTable, AttachAndFind) {
   EXPECT_FALSE(table.Find("bob").has_value());
 }
 
+// What /metrics and GetStats report: one per account that has a tab.
+TEST(RoutingTable, SizeCountsTheAccountsThatHaveATab) {
+  RoutingTable table;
+  EXPECT_EQ(table.size(), 0u);
+  table.Attach(Tab(1, 1, "alice"));
+  table.Attach(Tab(1, 2, "bob"));
+  EXPECT_EQ(table.size(), 2u);
+  table.Attach(Tab(2, 3, "alice"));  // displaces alice's first tab: still one for alice
+  EXPECT_EQ(table.size(), 2u);
+  table.Attach(Tab(1, 2, "bob"));  // the same tab announced again
+  EXPECT_EQ(table.size(), 2u);
+  table.Detach(TabRef{1, 1});  // already displaced: nothing changes
+  EXPECT_EQ(table.size(), 2u);
+  table.DetachLink(1);
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.size(), table.List("").size());
+}
+
 TEST(RoutingTable, NewerTabDisplacesTheOlder) {
   RoutingTable table;
   table.Attach(Tab(1, 1, "alice"));

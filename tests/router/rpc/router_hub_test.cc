@@ -159,6 +159,14 @@ TEST_F(RouterHubTest, ALinkRemovedFailsTheCallsOfItsTabsTowardTheAgents) {
   EXPECT_EQ(tab_side_->commands().size(), before);
 }
 
+TEST_F(RouterHubTest, MetricsCountTheTabs) {
+  Handle(tab_link_, {TabUp(7, "alice"), TabUp(8, "bob")});
+  EXPECT_NE(hub_.RenderMetrics().find("relay_router_tabs 2\n"), std::string::npos)
+      << hub_.RenderMetrics();
+  hub_.RemoveLink(tab_link_);
+  EXPECT_NE(hub_.RenderMetrics().find("relay_router_tabs 0\n"), std::string::npos);
+}
+
 TEST_F(RouterHubTest, KickDisplacesTheAccountsTabOnItsLink) {
   Handle(tab_link_, {TabUp(7, "alice")});
   tab_side_->TakeLog();
