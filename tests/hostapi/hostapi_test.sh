@@ -811,15 +811,20 @@ check "a document at https://[::ffff:a9fe:a9fe] (169.254.169.254, the cloud meta
 check_match "... on a private address" "$PRIVATE_MSG" "$(body)"
 check "a document at https://100.64.0.1 (shared address space): 400 page" 400 "$(oreq GET "$(authz "$ORIGIN" "https://100.64.0.1/x" "$CB")" -b "$E")"
 check_match "... on a private address" "$PRIVATE_MSG" "$(body)"
-started=$(date +%s)
 refused=
+waited=
 for host in '[::ffff:0:7f00:1]' '[::7f00:1]' '[64:ff9b::a9fe:a9fe]' '[2002:a00:1::1]' '[fec0::1]' '[fd00::1]' '[ff02::1]' '[2001:db8::1]' \
     '[2001::1]' '[::]' 198.18.0.1 192.0.0.8 0.0.0.0 240.0.0.1 224.0.0.1 10.1.2.3; do
+    started=$(date +%s%N)
     oreq GET "$(authz "$ORIGIN" "https://$host:9/x" "$CB")" -b "$E" >/dev/null
     grep -q "$PRIVATE_MSG" "$TMP/body" || refused+="$host "
+    # A connection attempt to these would wait out the 5 s connect bound; a refusal made on
+    # the address alone takes milliseconds, however busy the machine (each request is judged
+    # on its own, so a slow machine does not add sixteen requests' worth of delay up).
+    (( ($(date +%s%N) - started) / 1000000 >= 4500 )) && waited+="$host "
 done
 check "mapped, compatible, NAT64, 6to4, site-local, ULA, multicast, documentation, Teredo; 198.18/15, 192.0.0/24, 0/8, 240/4, 224/4: all private" "" "$refused"
-check_match "... all refused without a connection attempt (in well under the 5 s one would take)" '^[0-2]$' "$(($(date +%s) - started))"
+check "... each refused without a connection attempt (none waited for the 5 s connect bound)" "" "$waited"
 check "addressKind, by inet_pton: every form judged as the address it reaches" \
     "private private private private private private private private private private private private private loopback loopback loopback public public public public public" \
     "$(php -r 'require $argv[1]; foreach (array_slice($argv, 2) as $a) { echo HostApi\ClientMetadata::addressKind($a), " "; }' -- "$HOSTAPI/src/bootstrap.php" \
