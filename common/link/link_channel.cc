@@ -99,14 +99,8 @@ void LinkChannel::Connect(const std::string& host, const std::string& port) {
     }
     Io& io = *self->io_;
     io.host = host;
-    io.timer.expires_after(kOpenTimeout);
-    io.timer.async_wait([self](error_code ec) {
-      if (!ec && (self->state_ == State::kConnecting || self->state_ == State::kOpening)) {
-        self->CloseNow(absl::DeadlineExceededError(
-            self->state_ == State::kOpening ? "the router did not admit the link within 10 s"
-                                            : "connecting to the router took more than 10 s"));
-      }
-    });
+    self->ArmOpenDeadline("connecting to the router took more than 10 s",
+                          "the router did not admit the link within 10 s");
     io.resolver.async_resolve(host, port, [self](error_code ec, tcp::resolver::results_type found) {
       if (self->closed()) {
         return;
@@ -128,16 +122,19 @@ void LinkChannel::Connect(const std::string& host, const std::string& port) {
 }
 
 void LinkChannel::Adopt() {
-  Io& io = *io_;
-  io.timer.expires_after(kOpenTimeout);
-  io.timer.async_wait([self = shared_from_this()](error_code ec) {
+  ArmOpenDeadline("the link's handshake took more than 10 s", "the gateway sent no hello within 10 s");
+  Handshake(/*server=*/true);
+}
+
+void LinkChannel::ArmOpenDeadline(const char* if_connecting, const char* if_opening) {
+  io_->timer.expires_after(kOpenTimeout);
+  io_->timer.async_wait([self = shared_from_this(), if_connecting, if_opening](error_code ec) {
+    // Cancelled once the peer has spoken (kOpen), and moot once closed.
     if (!ec && (self->state_ == State::kConnecting || self->state_ == State::kOpening)) {
-      self->CloseNow(absl::DeadlineExceededError(self->state_ == State::kOpening
-                                                     ? "the gateway sent no hello within 10 s"
-                                                     : "the link's handshake took more than 10 s"));
+      self->CloseNow(absl::DeadlineExceededError(
+          self->state_ == State::kOpening ? if_opening : if_connecting));
     }
   });
-  Handshake(/*server=*/true);
 }
 
 void LinkChannel::Handshake(bool server) {

@@ -100,6 +100,9 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
 
   // On the channel's thread.
   void Adopt();  // server side: the socket is accepted
+  // The open deadline (kOpenTimeout): closes the channel, saying why in the
+  // words of its state, unless the peer has spoken by then.
+  void ArmOpenDeadline(const char* if_connecting, const char* if_opening);
   void Handshake(bool server);
   void ContinueHandshake();
   // Once the socket is readable (or writable), next; unless closed meanwhile.

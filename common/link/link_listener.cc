@@ -35,7 +35,6 @@ struct LinkListener::State {
   asio::io_context io{1};  // one thread runs it: no locking inside
   tcp::acceptor acceptor{io};
   asio::steady_timer backoff{io};
-  std::shared_ptr<LinkTls> tls;
   Factory make;
   std::vector<std::weak_ptr<LinkChannel>> channels;  // accepted, oldest first; the thread's alone
   // A flood of connections is told of once a second, not once each.
@@ -62,14 +61,12 @@ LinkListener::~LinkListener() { Stop(); }
 asio::io_context& LinkListener::io() { return state_->io; }
 
 absl::StatusOr<std::unique_ptr<LinkListener>> LinkListener::Start(const std::string& address,
-                                                                  std::shared_ptr<LinkTls> tls,
                                                                   Factory make) {
   auto parts = SplitHostPort(address);
   if (!parts.ok()) {
     return parts.status();
   }
   auto state = std::make_unique<State>();
-  state->tls = std::move(tls);
   state->make = std::move(make);
   error_code ec;
   asio::ip::address host = asio::ip::make_address(parts->first, ec);

@@ -18,9 +18,8 @@ class LinkListener {
  public:
   using Factory = std::function<std::shared_ptr<LinkChannel>(boost::asio::io_context& io)>;
 
-  // address: host:port (port 0: any). tls: null for plaintext.
+  // address: host:port (port 0: any). make() gives each channel its TLS (or none).
   static absl::StatusOr<std::unique_ptr<LinkListener>> Start(const std::string& address,
-                                                             std::shared_ptr<LinkTls> tls,
                                                              Factory make);
   ~LinkListener();
   LinkListener(const LinkListener&) = delete;

@@ -124,7 +124,7 @@ absl::StatusOr<std::unique_ptr<GatewayLinks>> GatewayLinks::Start(const std::str
   }
   auto pressure = std::make_shared<LinkPressure>();
   auto listener = common::LinkListener::Start(
-      listen, *link_tls, [&hub, tls = *link_tls, pressure](boost::asio::io_context& io) {
+      listen, [&hub, tls = *link_tls, pressure](boost::asio::io_context& io) {
         return std::make_shared<GatewayLink>(io, tls, hub, pressure);
       });
   if (!listener.ok()) {

@@ -151,9 +151,9 @@ AgentAnswer Post(int port, const std::string& token, const std::string& session,
   answer.session = std::string(response["Mcp-Session-Id"]);
   std::string text = response.body();
   // An SSE answer carries the JSON on its data line.
-  if (size_t data = text.find("data: "); text.rfind("event:", 0) == 0 || text.rfind("data:", 0) == 0 ||
-                                         text.rfind("id:", 0) == 0) {
-    text = text.substr(data + 6, text.find('\n', data) - data - 6);
+  if (response[http::field::content_type].starts_with("text/event-stream")) {
+    const size_t data = text.find("data: ") + 6;
+    text = text.substr(data, text.find('\n', data) - data);
   }
   answer.body = nlohmann::json::parse(text, nullptr, false);
   return answer;

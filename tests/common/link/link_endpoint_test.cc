@@ -164,7 +164,7 @@ class LinkEndpointTest : public ::testing::Test {
 
   // The router's side listening; every accepted link's end kept in routers_.
   void Listen(std::shared_ptr<LinkTls> tls) {
-    auto listener = LinkListener::Start("127.0.0.1:0", tls, [this, tls](boost::asio::io_context& io) {
+    auto listener = LinkListener::Start("127.0.0.1:0", [this, tls](boost::asio::io_context& io) {
       return std::make_shared<TestRouterEnd>(io, tls, router_heard_);
     });
     ASSERT_TRUE(listener.ok()) << listener.status();
