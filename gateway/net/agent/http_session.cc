@@ -30,8 +30,9 @@ namespace websocket = beast::websocket;
 
 namespace {
 
+// A body over --max_body_bytes, up to this size, is read and dropped so that the 413
+// keeps the connection; a larger one closes it.
 constexpr uint64_t kMaxDiscard = 64 * 1024 * 1024;
-
 
 }  // namespace
 
