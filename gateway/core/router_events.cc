@@ -65,13 +65,15 @@ relay::v1::GatewayEvent SessionEndEvent(absl::string_view account, absl::string_
 }
 
 relay::v1::GatewayEvent StreamOpenEvent(uint64_t stream_id, absl::string_view account,
-                                        absl::string_view session, uint64_t last_event_id) {
+                                        absl::string_view session, uint64_t last_event_id,
+                                        bool confirm) {
   relay::v1::GatewayEvent event;
   auto* open = event.mutable_stream_open();
   open->set_stream_id(stream_id);
   open->set_session_id(std::string(session));
   open->set_account(std::string(account));
   open->set_last_event_id(last_event_id);
+  open->set_confirm(confirm);
   return event;
 }
 

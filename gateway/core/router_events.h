@@ -26,9 +26,10 @@ relay::v1::GatewayEvent SessionTouchEvent(absl::string_view account, absl::strin
 // The agent ended the session (DELETE).
 relay::v1::GatewayEvent SessionEndEvent(absl::string_view account, absl::string_view session);
 // A GET stream opened (or is announced again after a link came back: last_event_id 0),
-// and closed.
+// and closed. confirm: the router answers StreamOpened once it fans out to the stream.
 relay::v1::GatewayEvent StreamOpenEvent(uint64_t stream_id, absl::string_view account,
-                                        absl::string_view session, uint64_t last_event_id);
+                                        absl::string_view session, uint64_t last_event_id,
+                                        bool confirm = false);
 relay::v1::GatewayEvent StreamCloseEvent(uint64_t stream_id, absl::string_view session);
 
 // What the router knows of a tab.

@@ -85,6 +85,11 @@ void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, O
     case GatewayEvent::kStreamOpen: {
       const auto& open = event.stream_open();
       std::vector<std::string> changed;
+      if (open.confirm()) {
+        // Ahead of anything for the stream on this link: its agent hears the
+        // acknowledgement first, then all that the router fans out from now on.
+        AddCommand(out, link_id).mutable_stream_opened()->set_stream_id(open.stream_id());
+      }
       Deliver(sessions_.OpenStream(open.session_id(), open.account(),
                                    StreamRef{link_id, open.stream_id()}, open.last_event_id(), now,
                                    &changed),

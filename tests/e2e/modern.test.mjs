@@ -171,6 +171,37 @@ test('a listen stream hears list changes and resource updates from the tab and t
   }
 });
 
+// The acknowledgement means the agent hears what its tab sends from then on: it waits for the
+// router to have the stream and its subscriptions (they travel on gateway 1's link while the
+// tab's news travel on gateway 0's, and either may arrive first).
+test('a listen stream is acknowledged only once the router has it', async () => {
+  const client = await modernClient(annToken);
+  const heard = [];
+  client.setNotificationHandler('notifications/resources/updated', (n) => heard.push(n.params.uri));
+  const router = stack.routers[0];
+  let acknowledged = false;
+  let resumed = false;
+  process.kill(router.child.pid, 'SIGSTOP');
+  try {
+    const listening = client.listen({ resourceSubscriptions: ['doc://outline'] });
+    listening.then(() => { acknowledged = true; }, () => {});
+    const metrics = new URL('/metrics', stack.gateways[1].url);
+    await waitUntil(async () => /kind="agent_stream"\} [1-9]/.test(await (await fetch(metrics)).text()), 'gateway 1 to hold the stream');
+    await (await fetch(metrics)).text();  // one more round trip to gateway 1 meanwhile
+    assert.equal(acknowledged, false, 'acknowledged while the router could not know of it');
+    process.kill(router.child.pid, 'SIGCONT');
+    resumed = true;
+    const subscription = await listening;
+    tab.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'doc://outline' } });
+    await waitUntil(() => heard.length >= 1, 'the update sent after the acknowledgement');
+    assert.deepEqual(heard, ['doc://outline']);
+    await subscription.close();
+  } finally {
+    if (!resumed) process.kill(router.child.pid, 'SIGCONT');
+    await client.close();
+  }
+});
+
 test('the view-changed line reaches a 2026-07-28 agent once, on its next tool result', async () => {
   const client = await modernClient(annToken);
   const heard = [];

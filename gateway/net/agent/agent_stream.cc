@@ -34,12 +34,13 @@ void AgentStream::Run(uint64_t last_event_id) {
   // (nginx) does not put the connection back and send the next request on it as it closes
   // (the request would fail "upstream prematurely closed", and a POST is not retried).
   out_.StartSse("Connection: close\r\n");
-  if (listen_) {
-    // Acknowledged first, before anything the router may send.
-    out_.SendEvent(listen_->Acknowledged());
-  }
+  // A listen stream is acknowledged when the router confirms it (PostOpened), not now: its
+  // subscriptions and the stream travel to the router on the link while a tab's news may
+  // reach the router from another gateway first, and an agent that heard the
+  // acknowledgement would miss what its tab sent next.
   AnnounceSubscriptions();
-  state_.router->Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id));
+  state_.router->Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id,
+                                                /*confirm=*/listen_.has_value()));
   WatchPeer();
 }
 
@@ -99,10 +100,23 @@ void AgentStream::PostEvent(uint64_t event_id, std::string message) {
     if (!self->listen_) {
       return self->out_.SendEvent(message, event_id);
     }
+    if (!self->acknowledged_) {
+      return;  // the agent is not told it listens yet (a catalogue change meanwhile)
+    }
     // Listen streams are not resumable: no event ids.
     if (auto passed = self->listen_->Pass(message)) {
       self->out_.SendEvent(*passed);
     }
+  });
+}
+
+void AgentStream::PostOpened() {
+  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->ending_ || !self->listen_ || self->acknowledged_) {
+      return;
+    }
+    self->acknowledged_ = true;
+    self->out_.SendEvent(self->listen_->Acknowledged());
   });
 }
 
@@ -115,8 +129,10 @@ void AgentStream::PostReannounce(size_t shard) {
     if (!self->ending_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
         self->state_.router->ShardOf(self->account_) == shard) {
       self->AnnounceSubscriptions();
-      self->state_.router->Send(self->account_, StreamOpenEvent(self->stream_id_, self->account_,
-                                                                self->session_, 0));
+      self->state_.router->Send(
+          self->account_,
+          StreamOpenEvent(self->stream_id_, self->account_, self->session_, 0,
+                          /*confirm=*/self->listen_.has_value() && !self->acknowledged_));
     }
   });
 }

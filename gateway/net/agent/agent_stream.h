@@ -39,6 +39,9 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
 
   // A message for the session, from the router.
   void PostEvent(uint64_t event_id, std::string message);
+  // The router fans out to this stream now (it asked for the confirmation):
+  // a listen stream is acknowledged to its agent.
+  void PostOpened();
   // A notification of this gateway's own (the catalogue changed).
   void PostNotice(std::string message);
   // The token's role (immutable: any thread).
@@ -82,6 +85,9 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   const std::optional<ListenFilter> listen_;
   ResponseWriter out_;
   uint64_t stream_id_ = 0;
+  // A listen stream's acknowledgement is sent (when the router confirmed the
+  // stream; until then, what would be passed on is not heard).
+  bool acknowledged_ = false;
   bool ending_ = false;   // the last chunk is queued: nothing more is
   bool ended_ = false;    // written, or the connection is gone
   bool closing_ = false;  // the last chunk is written; the watch is being stopped

@@ -61,6 +61,11 @@ void RouterCommands::OnCommand(RouterCommand& command) {
         stream->PostEvent(event->event_id(), std::move(*event->mutable_message()));
       }
       break;
+    case RouterCommand::kStreamOpened:
+      if (auto stream = streams_.Find(command.stream_opened().stream_id())) {
+        stream->PostOpened();
+      }
+      break;
     case RouterCommand::kStreamEnd:
       if (auto stream = streams_.Find(command.stream_end().stream_id())) {
         stream->PostEnd(std::move(*command.mutable_stream_end()->mutable_reason()));

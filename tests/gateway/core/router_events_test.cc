@@ -75,6 +75,8 @@ TEST(RouterEventsTest, SessionAndStreamEvents) {
   EXPECT_EQ(open.stream_open().stream_id(), 9u);
   EXPECT_EQ(open.stream_open().last_event_id(), 12u);
   EXPECT_EQ(open.stream_open().account(), "alice");
+  EXPECT_FALSE(open.stream_open().confirm());  // a GET stream: nothing to acknowledge
+  EXPECT_TRUE(StreamOpenEvent(9, "alice", "l.key.1.1", 0, /*confirm=*/true).stream_open().confirm());
   auto close = StreamCloseEvent(9, "s1");
   EXPECT_EQ(close.stream_close().stream_id(), 9u);
   EXPECT_EQ(close.stream_close().session_id(), "s1");

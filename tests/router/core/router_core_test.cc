@@ -458,6 +458,40 @@ TEST(RouterCoreFanoutTest, AnAccountOverItsFanoutBudgetLosesOnlyItsOwnStreams) {
   EXPECT_EQ(count(resumed, RouterCommand::kStreamEvent), 2);
 }
 
+// A 2026-07-28 listen stream is acknowledged to its agent only when the
+// router has it (the gateway asks with confirm): the confirmation comes back
+// on the stream's link, and what the tab sends from then on reaches it.
+TEST_F(RouterCoreTest, AConfirmedStreamIsConfirmedOnItsLinkAndHearsWhatFollows) {
+  TabUp(kTabGateway, 5, "alice");
+  GatewayEvent subscribe;
+  auto* sub = subscribe.mutable_session_subscribe();
+  sub->set_session_id("l.key.1.1");
+  sub->set_account("alice");
+  sub->set_uri("doc://outline");
+  sub->set_subscribe(true);
+  EXPECT_THAT(Send(kAgentGateway, subscribe), IsEmpty());
+  GatewayEvent open;
+  open.mutable_stream_open()->set_stream_id(7);
+  open.mutable_stream_open()->set_session_id("l.key.1.1");
+  open.mutable_stream_open()->set_account("alice");
+  open.mutable_stream_open()->set_confirm(true);
+  Outbox opened = Send(kAgentGateway, open);
+  ASSERT_FALSE(opened.empty());
+  EXPECT_EQ(opened[0].link_id, kAgentGateway);
+  EXPECT_EQ(opened[0].command.stream_opened().stream_id(), 7u);
+  GatewayEvent updated;
+  updated.mutable_tab_notification()->set_tab_id(5);
+  updated.mutable_tab_notification()->set_method("notifications/resources/updated");
+  updated.mutable_tab_notification()->set_uri("doc://outline");
+  Outbox fanned = Send(kTabGateway, updated);
+  auto events = Of(fanned, RouterCommand::kStreamEvent);
+  ASSERT_THAT(events, SizeIs(1));
+  EXPECT_EQ(events[0]->command.stream_event().stream_id(), 7u);
+  // A stream announced again after a relink (no confirm) is not confirmed twice.
+  open.mutable_stream_open()->set_confirm(false);
+  EXPECT_THAT(Of(Send(kAgentGateway, open), RouterCommand::kStreamOpened), IsEmpty());
+}
+
 TEST_F(RouterCoreTest, AnEndedSessionsCallsFailAndEveryGatewayHears) {
   TabUp(kTabGateway, 5, "alice");
   Outbox out;
