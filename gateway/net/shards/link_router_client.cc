@@ -31,7 +31,7 @@ class LinkRouterClient final : public RouterClient {
                                                       sink, next_ref_, loop, io));
     }
     for (auto& shard : shards_) {
-      shard->Link();
+      shard->Start();
     }
   }
 

@@ -98,15 +98,14 @@ RouterShard::RouterShard(size_t index, const std::string& address, const common:
   host_ = parts.ok() ? parts->first : address;
 }
 
-void RouterShard::Link() {
+void RouterShard::Start() {
   absl::MutexLock lock(&mu_);
-  alarm_pending_ = false;
-  if (stopping_) {
-    return;
+  if (life_.Begin()) {
+    AdmitLocked();
   }
-  admitting_ = true;
-  new Admission(*this, *stub_, loop_.cq());
 }
+
+void RouterShard::AdmitLocked() { new Admission(*this, *stub_, loop_.cq()); }
 
 void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
   if (!status.ok() || port == 0) {
@@ -115,41 +114,36 @@ void RouterShard::OnAdmitted(const grpc::Status& status, uint32_t port) {
                                                   status.error_message());
     LogDown(why);
     absl::MutexLock lock(&mu_);
-    admitting_ = false;
-    if (stopping_) {
-      return;
+    if (auto wait = life_.AdmissionFailed(why.code())) {
+      ScheduleRelinkLocked(*wait);
     }
-    ScheduleRelinkLocked(relink_policy_.AfterAdmissionFailed(why.code()));
     return;
   }
-  std::shared_ptr<RouterLink> link;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      admitting_ = false;
-      return;
+    if (!life_.Admitted()) {
+      return;  // stopped meanwhile: no link is made
     }
     // Published, with its hello first in its queue, before it connects:
     // nothing it does can run before link_ names it.
-    link = std::make_shared<RouterLink>(*this, io_, link_tls_);
-    link_ = link;
+    link_ = std::make_shared<RouterLink>(*this, io_, link_tls_);
     GatewayEvent hello;
     hello.mutable_hello()->set_gateway_id(gateway_id_);
-    link->Send(std::move(hello));
+    link_->Send(std::move(hello));
+    link_->Connect(host_, std::to_string(port));  // posted to the I/O thread: nothing runs here
   }
-  link->Connect(host_, std::to_string(port));
-  // Announces this gateway's tabs of this shard; they queue behind the hello.
+  // Announces this gateway's tabs and streams of this shard; they queue behind the hello.
+  // Outside the lock (it posts to every session); Stop() waits for Announced().
   sink_.OnLinkUp(index_);
-  // Last: Stop() waits for this, and then the shard may go.
   absl::MutexLock lock(&mu_);
-  admitting_ = false;
+  life_.Announced();
 }
 
 void RouterShard::LogDown(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     std::string reason(status.message());
-    if (stopping_ || reason == last_down_) {
+    if (life_.stopping() || reason == last_down_) {
       return;
     }
     last_down_ = std::move(reason);
@@ -308,16 +302,9 @@ void RouterShard::OnCallDone(relay::v1::CallDone& done) {
 }
 
 void RouterShard::OnLinkEnded(RouterLink* link, const absl::Status& status) {
-  bool stopping;
-  {
-    absl::MutexLock lock(&mu_);
-    if (link_.get() == link) {
-      up_.store(false);
-    }
-    stopping = stopping_;
-  }
   // Every call sent on it is lost: the router that held it is gone, or has
   // cancelled it at its tab. (New calls fail at once: the link is not up.)
+  up_.store(false);
   absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> lost;
   {
     absl::MutexLock lock(&calls_mu_);
@@ -326,26 +313,31 @@ void RouterShard::OnLinkEnded(RouterLink* link, const absl::Status& status) {
   for (auto& [ref, waiter] : lost) {
     waiter->OnCallDone(ForwardOutcome{ForwardOutcome::Kind::kRouterUnavailable, {}, {}});
   }
+  bool stopping;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping = life_.stopping();
+  }
   if (!stopping) {
     LogDown(status);
     sink_.OnLinkDown(index_);
   }
-  // Last: Stop() waits for link_ to be cleared, and then the shard may go.
+  // Last: once the link's end moves the shard's life, Stop() may return and the shard go.
   absl::MutexLock lock(&mu_);
-  if (link_.get() == link) {
-    link_ = nullptr;
+  if (link_.get() != link) {
+    return;  // not the shard's link (never so: a link is made only after the last one ended)
   }
-  if (stopping_) {
-    return;
+  link_ = nullptr;
+  if (auto wait = life_.LinkEnded(common::MonotonicNow())) {
+    ScheduleRelinkLocked(*wait);
   }
-  ScheduleRelinkLocked(relink_policy_.AfterLinkEnded(common::MonotonicNow()));
 }
 
 void RouterShard::OnLinkEstablished() {
   absl::MutexLock lock(&mu_);
-  relink_policy_.Established(common::MonotonicNow());
+  life_.Established(common::MonotonicNow());
   last_down_.clear();
-  up_.store(true);
+  up_.store(life_.up());
 }
 
 bool RouterShard::Flushed() {
@@ -355,12 +347,19 @@ bool RouterShard::Flushed() {
 
 void RouterShard::Stop() {
   std::shared_ptr<RouterLink> link;
-  grpc::Alarm* alarm;
+  grpc::Alarm* alarm = nullptr;
   {
     absl::MutexLock lock(&mu_);
-    stopping_ = true;  // from here no link or alarm is made
-    link = link_;
-    alarm = alarm_.get();
+    switch (life_.Stop()) {
+      case ShardLife::StopAction::kCloseLink:
+        link = link_;
+        break;
+      case ShardLife::StopAction::kCancelAlarm:
+        alarm = alarm_.get();
+        break;
+      case ShardLife::StopAction::kNone:
+        break;
+    }
   }
   // Outside the lock: a cancel may run the reactions it causes at once.
   if (alarm != nullptr) {
@@ -371,10 +370,7 @@ void RouterShard::Stop() {
   }
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](RouterShard* shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard->mu_) {
-        return shard->link_ == nullptr && !shard->alarm_pending_ && !shard->admitting_;
-      },
-      this));
+      +[](ShardLife* life) { return life->stopped(); }, &life_));
 }
 
 std::shared_ptr<CallWaiter> RouterShard::Take(uint64_t ref) {
@@ -390,17 +386,17 @@ std::shared_ptr<CallWaiter> RouterShard::Take(uint64_t ref) {
 
 void RouterShard::ScheduleRelinkLocked(absl::Duration wait) {
   alarm_ = std::make_unique<grpc::Alarm>();
-  alarm_pending_ = true;
   alarm_->Set(loop_.cq(), absl::ToChronoTime(absl::Now() + wait),
               static_cast<common::CqTag*>(&relink_));
 }
 
 void RouterShard::OnRelinkAlarm(bool fired) {
-  if (fired) {
-    return Link();  // clears alarm_pending_ where it publishes the link
-  }
   absl::MutexLock lock(&mu_);
-  alarm_pending_ = false;
+  if (!fired) {
+    life_.AlarmCancelled();
+  } else if (life_.AlarmFired()) {
+    AdmitLocked();
+  }
 }
 
 }  // namespace relay::gateway

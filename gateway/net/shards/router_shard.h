@@ -15,7 +15,7 @@
 #include "common/grpc/cq_loop.h"
 #include "common/grpc/grpc_tls.h"
 #include "common/link/link_channel.h"
-#include "gateway/core/relink_policy.h"
+#include "gateway/core/shard_life.h"
 #include "gateway/net/shards/router_link.h"
 #include "gateway/core/router_client.h"
 #include "relay/v1/router.grpc.pb.h"
@@ -25,8 +25,10 @@ namespace relay::gateway {
 // One router shard as a gateway sees it: its admission (Router.OpenLink, over
 // gRPC, which says where the shard's link port is), its link (RouterLink, on
 // the gateway's first I/O thread), relinked whenever it ends after a wait its
-// RelinkPolicy decides (jittered, 100 ms doubling to 1 s), and the calls this gateway's agents have
-// in flight on it, each with its waiter. A call's own events go to its waiter;
+// RelinkPolicy decides (jittered, 100 ms doubling to 1 s), and the calls this
+// gateway's agents have in flight on it, each with its waiter. Which of these
+// happens next is ShardLife's to say (one state, unit-tested); this class does
+// what it says with gRPC and the link. A call's own events go to its waiter;
 // every other command to the sink. When the link ends every call still
 // waiting fails (the router that held it is gone or has cancelled it at its
 // tab). Thread-safe: I/O threads send and forward; the link's thread reads;
@@ -39,8 +41,8 @@ class RouterShard final : public RouterLinkOwner {
               RouterCommandSink& sink, std::atomic<uint64_t>& next_ref, common::CqLoop& loop,
               boost::asio::io_context& io);
 
-  // Asks for admission, then links (at start, and from the relink alarm).
-  void Link() ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks for admission, then links (and again whenever the link ends).
+  void Start() ABSL_LOCKS_EXCLUDED(mu_);
 
   bool Send(relay::v1::GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -86,6 +88,8 @@ class RouterShard final : public RouterLinkOwner {
   // OpenLink's answer, on the CqLoop thread: the link starts, or the shard
   // tries again later.
   void OnAdmitted(const grpc::Status& status, uint32_t port) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends OpenLink (ShardLife said to).
+  void AdmitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Says why the shard is not linked, once per reason (a router that is down
   // is tried every second).
   void LogDown(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
@@ -109,14 +113,11 @@ class RouterShard final : public RouterLinkOwner {
   std::unique_ptr<relay::v1::Router::Stub> stub_;
   common::CallbackTag relink_{[this](bool fired) { OnRelinkAlarm(fired); }};
   absl::Mutex mu_;
-  std::shared_ptr<RouterLink> link_ ABSL_GUARDED_BY(mu_);
-  bool admitting_ ABSL_GUARDED_BY(mu_) = false;  // OpenLink in flight
-  std::string last_down_ ABSL_GUARDED_BY(mu_);   // the reason logged last
-  std::atomic<bool> up_{false};
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  RelinkPolicy relink_policy_ ABSL_GUARDED_BY(mu_){RelinkPolicy::RandomJitter()};
+  ShardLife life_ ABSL_GUARDED_BY(mu_){RelinkPolicy(RelinkPolicy::RandomJitter())};
+  std::atomic<bool> up_{false};  // life_.up(), read without the lock by Forward
+  std::shared_ptr<RouterLink> link_ ABSL_GUARDED_BY(mu_);  // from Admitted to LinkEnded
   std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
-  bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
+  std::string last_down_ ABSL_GUARDED_BY(mu_);  // the reason logged last
   absl::Mutex calls_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CallWaiter>> calls_ ABSL_GUARDED_BY(calls_mu_);
 };
