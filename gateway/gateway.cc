@@ -205,6 +205,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   p.commands.SetReady();
   state.auth = p.auth.get();
   state.router = p.router.get();
+  state.Wire();
   p.WaitForShards();
 
   auto listener = Listener::Create(p.io, p.config.listen, state);

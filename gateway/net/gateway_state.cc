@@ -94,4 +94,9 @@ GatewayState::OperatorAnswer GatewayState::AnswerOperator(absl::string_view path
   return {200, "text/plain", "ok\n"};
 }
 
+void GatewayState::Wire() {
+  tab_services.emplace(TabServices{options, gateway_id, *auth, *router, *tabs, metrics, draining});
+  stream_services.emplace(StreamServices{options, *router, *streams, *ended, metrics});
+}
+
 }  // namespace relay::gateway

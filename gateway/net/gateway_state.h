@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <string>
 #include <vector>
@@ -96,8 +97,31 @@ struct GatewayMetrics {
   common::Counter accept_errors;        // e.g. out of file descriptors
 };
 
+// What a tab's session uses of the gateway, given through its constructor:
+// all a TabSession can reach. Each member outlives every session.
+struct TabServices {
+  const GatewayOptions& options;
+  const std::string& gateway_id;  // names the tab's log lines
+  AuthClient& auth;               // redeems the hello's ticket
+  RouterClient& router;           // the tab's announcement and everything it sends
+  Registry<TabSession>& tabs;     // where the router's commands find it
+  GatewayMetrics& metrics;
+  const std::atomic<bool>& draining;  // a tab saying hello while draining goes elsewhere
+};
+
+// What an agent's stream (a GET, or a 2026-07-28 listen) uses of the gateway.
+struct StreamServices {
+  const GatewayOptions& options;
+  RouterClient& router;            // the stream's open, close and subscriptions
+  Registry<AgentStream>& streams;  // where the router's events find it
+  const EndedSessions& ended;      // a stream of an ended session is not announced again
+  GatewayMetrics& metrics;
+};
+
 // What every session of the gateway shares (Beast's "shared_state"). Built in
-// main, outlives every session. All members are thread-safe.
+// main, outlives every session. All members are thread-safe. The HTTP session
+// reads requests of every kind and uses all of it; the sessions it hands a
+// connection to get only their own services (ForTab, ForStream).
 struct GatewayState {
   GatewayOptions options;
   std::string gateway_id;
@@ -119,6 +143,14 @@ struct GatewayState {
 
   // Path, Host, Origin, method and drain rules for every request.
   RequestGate gate{RequestGateOptions{}};
+
+  // Their parts of this state, built once by Wire() (after auth, router, tabs,
+  // streams and ended are set); sessions keep a reference.
+  void Wire();
+  const TabServices& ForTab() const { return *tab_services; }
+  const StreamServices& ForStream() const { return *stream_services; }
+  std::optional<TabServices> tab_services;
+  std::optional<StreamServices> stream_services;
 
   std::string RenderMetrics() const;
 

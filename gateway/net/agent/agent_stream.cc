@@ -15,20 +15,22 @@ namespace relay::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 
-AgentStream::AgentStream(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
-                         std::string account, std::string role, std::string session,
-                         std::string token_sha256, std::optional<ListenFilter> listen)
-    : stream_(std::move(stream)), state_(state), slot_(std::move(slot)),
+AgentStream::AgentStream(beast::tcp_stream&& stream, const StreamServices& services,
+                         ConnectionSlot slot, std::string account, std::string role,
+                         std::string session, std::string token_sha256,
+                         std::optional<ListenFilter> listen)
+    : stream_(std::move(stream)), services_(services), slot_(std::move(slot)),
       account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
       token_sha256_(std::move(token_sha256)), listen_(std::move(listen)),
-      out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
-           MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)) {}
+      out_(stream_, *this, absl::ToChronoMilliseconds(services.options.sse_keepalive),
+           MaxQueuedBytes(services.options),
+           absl::ToChronoMilliseconds(services.options.idle_timeout)) {}
 
 void AgentStream::Run(uint64_t last_event_id) {
   stream_.expires_never();
-  state_.router->Send(account_, SessionTouchEvent(account_, session_));
-  stream_id_ = state_.streams->Add(weak_from_this());
-  state_.metrics.CountResponse(200);
+  services_.router.Send(account_, SessionTouchEvent(account_, session_));
+  stream_id_ = services_.streams.Add(weak_from_this());
+  services_.metrics.CountResponse(200);
   // A stream is the connection's last response: whatever ends it, the gateway closes the
   // connection after the last chunk. Said in the head, so that a proxy with a keep-alive pool
   // (nginx) does not put the connection back and send the next request on it as it closes
@@ -39,7 +41,7 @@ void AgentStream::Run(uint64_t last_event_id) {
   // reach the router from another gateway first, and an agent that heard the
   // acknowledgement would miss what its tab sent next.
   AnnounceSubscriptions();
-  state_.router->Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id,
+  services_.router.Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id,
                                                 /*confirm=*/listen_.has_value()));
   WatchPeer();
 }
@@ -86,7 +88,7 @@ void AgentStream::AnnounceSubscriptions() {
     subscribe.kind = SessionEffect::Kind::kSubscribe;
     subscribe.value = uri;
     if (auto event = EffectEvent(account_, session_, subscribe)) {
-      state_.router->Send(account_, *std::move(event));
+      services_.router.Send(account_, *std::move(event));
     }
   }
 }
@@ -126,10 +128,11 @@ void AgentStream::PostNotice(std::string message) {
 
 void AgentStream::PostReannounce(size_t shard) {
   GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), shard] {
-    if (!self->ending_ && self->stream_id_ != 0 && !self->state_.ended->Contains(self->session_) &&
-        self->state_.router->ShardOf(self->account_) == shard) {
+    if (!self->ending_ && self->stream_id_ != 0 &&
+        !self->services_.ended.Contains(self->session_) &&
+        self->services_.router.ShardOf(self->account_) == shard) {
       self->AnnounceSubscriptions();
-      self->state_.router->Send(
+      self->services_.router.Send(
           self->account_,
           StreamOpenEvent(self->stream_id_, self->account_, self->session_, 0,
                           /*confirm=*/self->listen_.has_value() && !self->acknowledged_));
@@ -193,8 +196,8 @@ void AgentStream::Unregister() {
   if (stream_id_ == 0) {
     return;
   }
-  state_.streams->Remove(stream_id_);
-  state_.router->Send(account_, StreamCloseEvent(stream_id_, session_));
+  services_.streams.Remove(stream_id_);
+  services_.router.Send(account_, StreamCloseEvent(stream_id_, session_));
   stream_id_ = 0;
 }
 

@@ -29,8 +29,8 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   // listen: a 2026-07-28 subscriptions/listen stream (its session is the
   // relay's own, for the router's fan-out), with what it asked to hear.
   // token_sha256: the bearer's SHA-256 (hex), so that its revocation ends the stream.
-  AgentStream(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot,
-              std::string account, std::string role, std::string session,
+  AgentStream(boost::beast::tcp_stream&& stream, const StreamServices& services,
+              ConnectionSlot slot, std::string account, std::string role, std::string session,
               std::string token_sha256, std::optional<ListenFilter> listen = std::nullopt);
 
   // On its I/O thread: registers the stream, answers the GET, tells the router
@@ -76,7 +76,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   void AnnounceSubscriptions();
 
   boost::beast::tcp_stream stream_;
-  GatewayState& state_;
+  const StreamServices& services_;
   ConnectionSlot slot_;
   const std::string account_;
   const std::string role_;  // the token's: which catalogue changes this stream hears of

@@ -118,7 +118,7 @@ void HttpSession::OnHeader() {
       stream_.expires_never();
       phase_ = Phase::kClosed;
       out_.Stop();
-      std::make_shared<TabSession>(std::move(stream_), state_, std::move(slot_))
+      std::make_shared<TabSession>(std::move(stream_), state_.ForTab(), std::move(slot_))
           ->Run(in_.parser().release());
       return;
     case GateDecision::Kind::kMetadata:
@@ -297,7 +297,7 @@ void HttpSession::OpenStream(const std::string& session) {
   phase_ = Phase::kClosed;
   StopTimer();
   out_.Stop();
-  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
+  std::make_shared<AgentStream>(std::move(stream_), state_.ForStream(), std::move(slot_), account_,
                                 headers_.role, session, BearerSha256())
       ->Run(last_event_id);
 }

@@ -32,7 +32,7 @@ void HttpSession::OpenListen(ListenPlan plan) {
   phase_ = Phase::kClosed;
   StopTimer();
   out_.Stop();
-  std::make_shared<AgentStream>(std::move(stream_), state_, std::move(slot_), account_,
+  std::make_shared<AgentStream>(std::move(stream_), state_.ForStream(), std::move(slot_), account_,
                                 headers_.role, std::move(session), BearerSha256(),
                                 std::move(plan.filter))
       ->Run(0);

@@ -26,8 +26,8 @@ constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
 }  // namespace
 
-TabSession::TabSession(beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot)
-    : ws_(std::move(stream)), state_(state), slot_(std::move(slot)), in_(ws_, *this),
+TabSession::TabSession(beast::tcp_stream&& stream, const TabServices& services, ConnectionSlot slot)
+    : ws_(std::move(stream)), services_(services), slot_(std::move(slot)), in_(ws_, *this),
       out_(ws_, *this, kMaxQueuedBytes), hello_timer_(ws_.get_executor()) {}
 
 void TabSession::Run(http::request<http::string_body> upgrade) {
@@ -35,7 +35,7 @@ void TabSession::Run(http::request<http::string_body> upgrade) {
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout timeout;
   timeout.handshake_timeout = std::chrono::seconds(10);
-  timeout.idle_timeout = absl::ToChronoMilliseconds(state_.options.tab_idle_timeout);
+  timeout.idle_timeout = absl::ToChronoMilliseconds(services_.options.tab_idle_timeout);
   timeout.keep_alive_pings = true;
   ws_.set_option(timeout);
   ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
@@ -48,7 +48,7 @@ void TabSession::OnAccept(beast::error_code ec) {
   if (ec) {
     return;
   }
-  hello_timer_.expires_after(absl::ToChronoMilliseconds(state_.options.hello_timeout));
+  hello_timer_.expires_after(absl::ToChronoMilliseconds(services_.options.hello_timeout));
   hello_timer_.async_wait(
       beast::bind_front_handler(&TabSession::OnHelloTimeout, shared_from_this()));
   // Until its hello is answered a connection is a stranger's: it may send a
@@ -109,7 +109,7 @@ void TabSession::HandleMessage(absl::string_view text) {
 }
 
 void TabSession::HandleHello(absl::string_view text) {
-  std::optional<TabHello> hello = ParseTabHello(text, state_.options.max_json_depth);
+  std::optional<TabHello> hello = ParseTabHello(text, services_.options.max_json_depth);
   if (!hello) {
     CloseWith(kCloseBadFirstMessage, "the first message must be relay/hello with a ticket");
     return;
@@ -118,7 +118,7 @@ void TabSession::HandleHello(absl::string_view text) {
   announcement_.client_name = std::move(hello->client_name);
   announcement_.client_version = std::move(hello->client_version);
   phase_ = State::kRedeeming;
-  state_.auth->RedeemTicket(
+  services_.auth.RedeemTicket(
       std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
         GatheredPosts::Post(self->ws_.get_executor(),
                             [self, verdict = std::move(verdict)]() mutable {
@@ -150,10 +150,10 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
   announcement_.generation = verdict.generation;
-  tab_id_ = state_.tabs->Add(weak_from_this());
+  tab_id_ = services_.tabs.Add(weak_from_this());
   // Registered first, then asked: either the drain's list of tabs has this
   // one, or the drain began before and is seen here.
-  if (state_.draining.load()) {
+  if (services_.draining.load()) {
     Send(EncodeError(id, kInternalError, "the relay is shutting down; reconnect"));
     CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
     return;
@@ -163,11 +163,11 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
 }
 
 void TabSession::Announce() {
-  state_.router->Send(announcement_.account, TabUpEvent(tab_id_, announcement_));
+  services_.router.Send(announcement_.account, TabUpEvent(tab_id_, announcement_));
 }
 
 void TabSession::Reply(uint64_t call_id, bool is_error, std::string payload) {
-  state_.router->Send(announcement_.account,
+  services_.router.Send(announcement_.account,
                       TabReplyEvent(tab_id_, call_id, is_error, std::move(payload)));
 }
 
@@ -180,14 +180,14 @@ void TabSession::PostAccepted(uint32_t agents) {
     self->hello_timer_.cancel();
     // Counted first: a send below may find the tab not reading and clean up,
     // which must count it gone.
-    self->state_.metrics.tabs_connected.Add();
+    self->services_.metrics.tabs_connected.Add();
     self->counted_ = true;
     self->Send(EncodeHelloAnswer(nlohmann::json::parse(self->hello_id_, nullptr, false),
                                  self->announcement_.account, self->announcement_.role,
-                                 absl::StrCat("t-", self->state_.gateway_id, "-", self->tab_id_),
+                                 absl::StrCat("t-", self->services_.gateway_id, "-", self->tab_id_),
                                  agents));
     self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
-    self->in_.SetLimit(self->state_.options.max_tab_message_bytes);
+    self->in_.SetLimit(self->services_.options.max_tab_message_bytes);
     // Calls that overtook the acceptance go out now, after the hello's answer.
     for (const TabCalls::Call& call : self->calls_.Release()) {
       self->Send(EncodeRequest(call.id, call.method, call.params));
@@ -198,7 +198,7 @@ void TabSession::PostAccepted(uint32_t agents) {
 }
 
 void TabSession::HandleLive(absl::string_view text) {
-  auto decoded = DecodeMessage(text, state_.options.max_json_depth);
+  auto decoded = DecodeMessage(text, services_.options.max_json_depth);
   if (auto* failure = std::get_if<RpcFailure>(&decoded)) {
     if (failure->too_deep) {
       return RefuseTooDeep(text);
@@ -249,10 +249,10 @@ void TabSession::RefuseTooDeep(absl::string_view text) {
   // The message is refused, the tab stays: an answer to a call in flight
   // ends that call with an error its agent can read; a request is answered
   // with the parse error; anything else is dropped.
-  RpcFailure failure = TooDeep(text, state_.options.max_json_depth);
+  RpcFailure failure = TooDeep(text, services_.options.max_json_depth);
   common::LogWarn("tab message nested too deep; refused", {{"tab", tab_id_}});
   if (EndCallUnreadable(failure.id, absl::StrCat("nested deeper than ",
-                                                 state_.options.max_json_depth, " levels"))) {
+                                                 services_.options.max_json_depth, " levels"))) {
     return;
   }
   if (!failure.id.is_null()) {
@@ -287,7 +287,7 @@ void TabSession::HandleNotification(RpcMessage& message) {
     }
     return;
   }
-  state_.router->Send(announcement_.account, TabNotificationEvent(tab_id_, *std::move(notice)));
+  services_.router.Send(announcement_.account, TabNotificationEvent(tab_id_, *std::move(notice)));
 }
 
 void TabSession::HandleRequestToAgent(RpcMessage& message) {
@@ -296,7 +296,7 @@ void TabSession::HandleRequestToAgent(RpcMessage& message) {
     Send(EncodeError(message.id, kInvalidParams, *error));
     return;
   }
-  state_.router->Send(announcement_.account,
+  services_.router.Send(announcement_.account,
                       TabRequestEvent(tab_id_, std::get<AgentRequest>(std::move(request))));
 }
 
@@ -350,14 +350,14 @@ void TabSession::Cleanup() {
   phase_ = State::kClosing;
   hello_timer_.cancel();
   if (tab_id_ != 0) {
-    state_.tabs->Remove(tab_id_);
+    services_.tabs.Remove(tab_id_);
   }
   if (counted_) {
-    state_.metrics.tabs_disconnected.Add();
+    services_.metrics.tabs_disconnected.Add();
   }
   if (announced_) {
     announced_ = false;
-    state_.router->Send(announcement_.account, TabDownEvent(tab_id_));
+    services_.router.Send(announcement_.account, TabDownEvent(tab_id_));
     common::LogInfo("tab disconnected", {{"tab", tab_id_}});
   }
 }

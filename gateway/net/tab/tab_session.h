@@ -30,7 +30,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
                    public TabReader::Owner,
                    public TabWriter::Owner {
  public:
-  TabSession(boost::beast::tcp_stream&& stream, GatewayState& state, ConnectionSlot slot);
+  TabSession(boost::beast::tcp_stream&& stream, const TabServices& services, ConnectionSlot slot);
 
   // Completes the upgrade the HTTP session read.
   void Run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
@@ -95,7 +95,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void MaybeEndDrain();
 
   TabStream ws_;
-  GatewayState& state_;
+  const TabServices& services_;
   ConnectionSlot slot_;
   TabReader in_;
   TabWriter out_;
