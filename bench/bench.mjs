@@ -25,6 +25,9 @@
 //                                  the same, the tabs announced by relay-linkload processes that
 //                                  speak the link as four gateways would (past the descriptor
 //                                  limit that real tab sockets meet here)
+//   bench/run.sh --restart 2000,max
+//                                  N tabs through nginx on two gateways, kill -9 and restart of
+//                                  one: the time until every tab is routable again
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
@@ -38,6 +41,7 @@ import { callBody, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText
 import { accounts } from './accounts.mjs';
 import { connections } from './connections.mjs';
 import { rebuilds } from './rebuild.mjs';
+import { restarts } from './restart.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -47,6 +51,7 @@ const { values: opts } = parseArgs({
     accounts: { type: 'string' },
     rebuild: { type: 'string' },
     'rebuild-via': { type: 'string', default: 'tabs' },
+    restart: { type: 'string' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -250,6 +255,8 @@ if (opts.accounts) {
   await rebuilds(opts.rebuild.split(','), opts['rebuild-via']);
 } else if (opts.connections) {
   await connections(opts.connections.split(','));
+} else if (opts.restart) {
+  await restarts(opts.restart.split(','));
 } else if (opts.machine) {
   await machine();
 } else {

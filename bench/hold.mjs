@@ -2,7 +2,10 @@
 //   node hold.mjs KIND URL BATCH < credentials
 // KIND: tab (a tab WebSocket that said hello), get (a 2025-11-25 session's GET stream) or listen
 // (a 2026-07-28 subscriptions/listen stream). Standard input: one credential per line, a ticket
-// for tabs, a bearer token for streams; one connection each. BATCH: how many are opened at a
+// for tabs, a bearer token for streams; one connection each. A tab's line may carry a second
+// ticket after a space: when the relay closes that tab (its gateway went away), it connects
+// again at once with it, as the editor's page would, and `reheld N in MS ms, A attempts, F
+// given up` is printed once every tab so closed is back (MS from the first close). BATCH: how many are opened at a
 // time (0: all at once, as a restarted gateway's tabs come back). A connection refused (the
 // relay busy, authsvc shedding) is tried again after 0.2–1 s, as the editor's page would.
 // Prints `held N in MS ms, A attempts` once every connection is open, then holds them until
@@ -15,7 +18,9 @@ import { readFileSync } from 'node:fs';
 const require = createRequire(`${process.env.BENCH_MODULES.replace(/\/$/, '')}/`);
 const WebSocket = require('ws');
 const [kind, url, batchText] = process.argv.slice(2);
-const credentials = readFileSync(0, 'utf8').split('\n').filter(Boolean);
+const lines = readFileSync(0, 'utf8').split('\n').filter(Boolean);
+const credentials = lines.map((l) => l.split(' ')[0]);
+const again = new Map(lines.map((l) => l.split(' ')).filter((p) => p.length > 1).map(([first, second]) => [first, second]));
 const batch = Number(batchText) || credentials.length;
 const target = new URL(url);
 const origin = 'http://editor.test';
@@ -54,7 +59,14 @@ const open = {
     ws.on('message', (data) => {
       const m = JSON.parse(data.toString());
       if (m.id !== 1) return;
-      if (m.result) { held.push(() => ws.terminate()); resolve(); } else { ws.terminate(); reject(new Error(`hello: ${m.error?.message}`)); }
+      if (m.result) {
+        held.push(() => ws.terminate());
+        resolve();
+        ws.on('close', () => reconnect(ticket));
+      } else {
+        ws.terminate();
+        reject(new Error(`hello: ${m.error?.message}`));
+      }
     });
     ws.on('close', (code) => reject(new Error(`closed ${code}`)));
     ws.on('error', reject);
@@ -87,17 +99,37 @@ const open = {
 }[kind];
 if (!open) throw new Error(`unknown kind ${kind}`);
 
+// Resolves to how many attempts it took, 0 if it gave up.
 async function openWithRetry(credential) {
-  for (let tries = 0; tries < kMostAttempts; tries++) {
+  for (let tries = 1; tries <= kMostAttempts; tries++) {
     attempts += 1;
     try {
-      return await open(credential);
+      await open(credential);
+      return tries;
     } catch (error) {
       lastError = String(error.message ?? error);
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
     }
   }
   givenUp += 1;
+  return 0;
+}
+
+// Tabs the relay closed, connecting again with their second ticket.
+const re = { closed: 0, back: 0, givenUp: 0, attempts: 0, firstClose: 0 };
+let stopping = false;
+function reconnect(ticket) {
+  const second = again.get(ticket);
+  if (stopping || !second) return;
+  again.delete(ticket);
+  if (re.closed++ === 0) re.firstClose = Date.now();
+  openWithRetry(second).then((tries) => {
+    re.attempts += tries || kMostAttempts;
+    if (tries) re.back += 1; else re.givenUp += 1;
+    if (re.back + re.givenUp === re.closed) {
+      console.log(`reheld ${re.back} in ${Date.now() - re.firstClose} ms, ${re.attempts} attempts, ${re.givenUp} given up${re.givenUp ? ` (last refusal: ${lastError})` : ''}`);
+    }
+  });
 }
 
 const started = Date.now();
@@ -105,5 +137,5 @@ for (let i = 0; i < credentials.length; i += batch) {
   await Promise.all(credentials.slice(i, i + batch).map(openWithRetry));
 }
 console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts, ${givenUp} given up${attempts > held.length ? ` (last refusal: ${lastError})` : ''}`);
-process.on('SIGTERM', () => { for (const close of held) close(); process.exit(0); });
+process.on('SIGTERM', () => { stopping = true; for (const close of held) close(); process.exit(0); });
 setInterval(() => {}, 1 << 30);

@@ -17,15 +17,18 @@ export function freePort() {
   });
 }
 
-// nginx.conf under prefix: one worker in the foreground, logs to stderr, temp files under
-// prefix, and the given lines inside http {}.
-function writeConf(prefix, http) {
+// nginx.conf under prefix: workers (one unless asked) in the foreground, logs to stderr, temp
+// files under prefix, and the given lines inside http {}. A proxied connection takes two
+// descriptors, so each worker may open as many as the process may (the bench's thousands of
+// tabs).
+function writeConf(prefix, http, { workers = 1, workerConnections = 4096 } = {}) {
   writeFileSync(join(prefix, 'nginx.conf'), `
-worker_processes 1;
+worker_processes ${workers};
+worker_rlimit_nofile ${workerConnections + 100};
 daemon off;
 pid ${prefix}/nginx.pid;
 error_log stderr error;
-events { worker_connections 4096; }
+events { worker_connections ${workerConnections}; }
 http {
   access_log off;
   client_body_temp_path ${prefix}/body;
@@ -40,7 +43,8 @@ ${http}
 
 // Starts nginx proxying to the given upstream ports. extraHeaders: lines of
 // proxy_set_header (the conformance run adds the bearer). Resolves once it answers.
-export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '' } = {}) {
+// workers, workerConnections: see writeConf (the bench's restart mode raises them).
+export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '', workers = 1, workerConnections = 4096 } = {}) {
   port = port ?? await freePort();
   const prefix = join(dir, `nginx-${port}`);
   mkdirSync(prefix, { recursive: true });
@@ -52,7 +56,7 @@ ${servers}
     keepalive 64;
   }
   server {
-    listen 127.0.0.1:${port};
+    listen 127.0.0.1:${port}${workers > 1 ? ' reuseport' : ''};
     client_max_body_size 5m;
     location / {
       proxy_pass http://gateways;
@@ -67,7 +71,7 @@ ${extraHeaders}
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
     }
-  }`);
+  }`, { workers, workerConnections });
   const nginx = startProcess('nginx', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
   nginx.port = port;
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'nginx answers');

@@ -1,0 +1,91 @@
+// bench.mjs --restart N[,N…]: a gateway restarted under its tabs. N tab WebSockets, each of its
+// own account, reach two gateways through nginx (round robin, as a deployment's load balancer
+// would deal them); then `kill -9` of the first gateway and its restart on the same port. Its
+// tabs see their connection close and connect again at once through nginx with a fresh ticket,
+// as the editor's page does. Prints the time until the router routes every tab again (its
+// relay_router_tabs back at N), counted from the kill, how many attempts the tabs made, and each
+// gateway's resident memory per tab before and after. Like the rebuild, this asks the host API
+// to redeem one ticket per tab that comes back: with the reference host API (`php -S`, one
+// process) that is where the time goes.
+import { join } from 'node:path';
+import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
+import { startNginx } from '../tests/e2e/lib/nginx.mjs';
+import { makeAccounts, node, nodeEnv, rssKiB } from './lib.mjs';
+import { heldBy, mostConnections, openFileLimit } from './connections.mjs';
+
+const kBarSeconds = 2;  // issue 29's bar for a shard's rebuild, shown beside this one too
+const kWorkers = 2;     // nginx workers: each may hold openFileLimit() descriptors, two per tab
+
+async function routerTabs(router) {
+  try {
+    const text = await (await fetch(router.metricsUrl)).text();
+    return Number(/^relay_router_tabs (\S+)$/m.exec(text)?.[1] ?? -1);
+  } catch {
+    return -1;
+  }
+}
+
+async function gatewayTabs(gw) {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
+    return Number(/^relay_gateway_connections_by_kind\{kind="tab"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+  } catch {
+    return -1;
+  }
+}
+
+// The most tabs this machine lets nginx carry (two descriptors each, per worker) and one
+// gateway hold (all of them, while the other restarts).
+export const mostTabs = () => Math.min(mostConnections(), Math.floor(kWorkers * (openFileLimit() - 200) / 2 / 1000) * 1000);
+
+async function restart(n) {
+  const stack = await startStack({ gateways: 2, users: [] });
+  const holders = [];
+  let nginx = null;
+  try {
+    const [a, b] = stack.gateways;
+    nginx = await startNginx(stack.dir, [a.port, b.port], { workers: kWorkers, workerConnections: openFileLimit() - 200 });
+    stack.procs.push(nginx);
+    const router = stack.routers[0];
+    const accounts = makeAccounts(stack, n, 'g', { tokens: false, tickets: 2 });
+    const url = `http://127.0.0.1:${nginx.port}/mcp`;
+    const holder = startProcess('tabs', node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin: accounts.map((acc) => `${acc.ticket} ${acc.again}`).join('\n') + '\n' });
+    holders.push(holder);
+    const [, , arrivalMs] = await heldBy(holder);
+    await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 60000);
+    const before = { a: await gatewayTabs(a), b: await gatewayTabs(b), rssA: rssKiB(a.child.pid), rssB: rssKiB(b.child.pid) };
+
+    const killedAt = Date.now();
+    await a.stop('SIGKILL');
+    const restarted = await stack.restartGateway(0);
+    const restartedAt = Date.now();
+    let lowest = n;
+    await waitUntil(async () => {
+      const count = await routerTabs(router);
+      if (count >= 0) lowest = Math.min(lowest, count);
+      return count === n;
+    }, `the router to count ${n} tabs again`, 120000);
+    const routableAt = Date.now();
+    const back = await holder.waitForLine((l) => /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), 'the tabs to be back', 60000);
+    const after = { a: await gatewayTabs(restarted), b: await gatewayTabs(b), rssA: rssKiB(restarted.child.pid), rssB: rssKiB(b.child.pid) };
+    return {
+      n, arrivalMs: Number(arrivalMs), before, after, lowest,
+      fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
+      back: Number(back[1]), attempts: Number(back[3]), givenUp: Number(back[4]),
+    };
+  } finally {
+    await Promise.all(holders.map((h) => h.stop()));
+    await stack.stop();
+  }
+}
+
+export async function restarts(levels) {
+  const most = mostTabs();
+  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, through nginx (${kWorkers} workers, round robin) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with a fresh ticket. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
+  for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
+    const r = await restart(n);
+    const kib = (rss, tabs) => (tabs > 0 ? `${(rss / 1024).toFixed(1)} MiB, ${tabs} tabs` : `${(rss / 1024).toFixed(1)} MiB`);
+    console.log(`${String(n).padStart(6)} tabs (arrived in ${(r.arrivalMs / 1000).toFixed(1)} s): ${r.before.a} on the killed gateway; every tab routable again ${(r.fromKill / 1000).toFixed(2)} s after the kill [a shard's bar ≤ ${kBarSeconds}: ${r.fromKill / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (the gateway was up again after ${(r.restartMs / 1000).toFixed(2)} s; the router counted ${r.lowest} at the lowest); ${r.back} tabs came back in ${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} GIVEN UP` : ''}`);
+    console.log(`        gateways before: killed ${kib(r.before.rssA, r.before.a)}, other ${kib(r.before.rssB, r.before.b)}; after: restarted ${kib(r.after.rssA, r.after.a)}, other ${kib(r.after.rssB, r.after.b)}`);
+  }
+}
