@@ -2,10 +2,12 @@
 //   node hold.mjs KIND URL BATCH < credentials
 // KIND: tab (a tab WebSocket that said hello), get (a 2025-11-25 session's GET stream) or listen
 // (a 2026-07-28 subscriptions/listen stream). Standard input: one credential per line, a ticket
-// for tabs, a bearer token for streams; one connection each. A tab's line may carry a second
-// ticket after a space: when the relay closes that tab (its gateway went away), it connects
-// again at once with it, as the editor's page would, and `reheld N in MS ms, A attempts, F
-// given up` is printed once every tab so closed is back (MS from the first close). BATCH: how many are opened at a
+// for tabs, a bearer token for streams; one connection each. AGAIN (tabs, optional): a file
+// of `first-ticket second-ticket` lines, read when the relay first closes a tab (its gateway
+// went away): each tab so closed connects again at once with its second ticket, as the
+// editor's page would, and `reheld N in MS ms, A attempts, F given up` is printed once every
+// tab so closed is back (MS from the first close). The bench writes it just before the kill:
+// tickets live 60 s. BATCH: how many are opened at a
 // time (0: all at once, as a restarted gateway's tabs come back). A connection refused (the
 // relay busy, authsvc shedding) is tried again after 0.2–1 s, as the editor's page would.
 // Prints `held N in MS ms, A attempts` once every connection is open, then holds them until
@@ -17,10 +19,9 @@ import { readFileSync } from 'node:fs';
 
 const require = createRequire(`${process.env.BENCH_MODULES.replace(/\/$/, '')}/`);
 const WebSocket = require('ws');
-const [kind, url, batchText] = process.argv.slice(2);
-const lines = readFileSync(0, 'utf8').split('\n').filter(Boolean);
-const credentials = lines.map((l) => l.split(' ')[0]);
-const again = new Map(lines.map((l) => l.split(' ')).filter((p) => p.length > 1).map(([first, second]) => [first, second]));
+const [kind, url, batchText, againFile] = process.argv.slice(2);
+const credentials = readFileSync(0, 'utf8').split('\n').filter(Boolean);
+let again = null;  // first ticket → second, once read from againFile
 const batch = Number(batchText) || credentials.length;
 const target = new URL(url);
 const origin = 'http://editor.test';
@@ -119,6 +120,8 @@ async function openWithRetry(credential) {
 const re = { closed: 0, back: 0, givenUp: 0, attempts: 0, firstClose: 0 };
 let stopping = false;
 function reconnect(ticket) {
+  if (!againFile) return;
+  again ??= new Map(readFileSync(againFile, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ')));
   const second = again.get(ticket);
   if (stopping || !second) return;
   again.delete(ticket);

@@ -87,10 +87,9 @@ export async function openLoop(system, rate, loadSeconds, { connections = 64, cl
 
 
 // n accounts named prefix0…, each with a tab ticket and an agent token (either may be left out),
-// made in one PHP process of the reference host API: [{ name, ticket, token, again }]. The password is
+// made in one PHP process of the reference host API: [{ name, ticket, token }]. The password is
 // hashed once and the record copied: hashing it n times would take a minute per 1,000 accounts.
-// Tickets live 60 s: use them at once. tickets: 2 gives each account a second ticket (`again`),
-// for a tab that reconnects.
+// Tickets live 60 s: use them at once.
 export function makeAccounts(stack, n, prefix, { tickets = true, tokens = true } = {}) {
   const php = `require '${join(repoRoot, 'hostapi', 'src', 'bootstrap.php')}';
     $store = HostApi\\Store::fromEnv(); $users = new HostApi\\Users($store);
@@ -103,12 +102,24 @@ export function makeAccounts(stack, n, prefix, { tickets = true, tokens = true }
     }
     // Tickets last, in a pass of their own: they live 60 s, and tokens take 8 ms each to mint.
     for ($i = 0; $i < ${n}; $i++) {
-      echo ${tickets ? `$tickets->mint($users->get("${prefix}$i"))` : "'-'"}, ' ', $made[$i]${tickets === 2 ? `, ' ', $tickets->mint($users->get("${prefix}$i"))` : ''}, "\\n";
+      echo ${tickets ? `$tickets->mint($users->get("${prefix}$i"))` : "'-'"}, ' ', $made[$i], "\\n";
     }`;
   const lines = execFileSync('php', ['-r', php], { env: { ...process.env, ...stack.hostapiEnv }, maxBuffer: 256 << 20 }).toString().trim().split('\n');
   return lines.map((line, i) => {
-    const [ticket, token, again] = line.split(' ');
-    stack.secrets.push(...[ticket, token, again].filter((s) => s && s !== '-'));
-    return { name: `${prefix}${i}`, ticket: tickets ? ticket : null, token: tokens ? token : null, again: again ?? null };
+    const [ticket, token] = line.split(' ');
+    stack.secrets.push(...[ticket, token].filter((s) => s !== '-'));
+    return { name: `${prefix}${i}`, ticket: tickets ? ticket : null, token: tokens ? token : null };
   });
+}
+
+// A fresh ticket for each of the accounts prefix0 … prefix(n-1) (made by makeAccounts), in one
+// PHP process: for tabs that connect again. They live 60 s.
+export function mintTickets(stack, prefix, n) {
+  const php = `require '${join(repoRoot, 'hostapi', 'src', 'bootstrap.php')}';
+    $store = HostApi\\Store::fromEnv(); $users = new HostApi\\Users($store);
+    $tickets = new HostApi\\Tickets($store, $users);
+    for ($i = 0; $i < ${n}; $i++) { echo $tickets->mint($users->get("${prefix}$i")), "\\n"; }`;
+  const tickets = execFileSync('php', ['-r', php], { env: { ...process.env, ...stack.hostapiEnv }, maxBuffer: 256 << 20 }).toString().trim().split('\n');
+  stack.secrets.push(...tickets);
+  return tickets;
 }
