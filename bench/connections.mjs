@@ -89,6 +89,21 @@ async function fill(total, batch) {
   }
 }
 
+// The gateway's resident memory against its connections, both ways of arriving, as text: one
+// bar per run, to scale, with the 3 KiB-per-connection bar's line for the same count beside it.
+export function memoryChart(rows) {
+  const most = Math.max(...rows.map((r) => Math.max(r.rssFull, r.rssEmpty + kBarKiB * r.total)));
+  const width = 50;
+  const lines = ['gateway memory against idle connections (MiB; # batches of 100, = all at once, | the 3 KiB bar)'];
+  for (const r of rows) {
+    const bar = Math.round((r.rssFull / most) * width);
+    const limit = Math.round(((r.rssEmpty + kBarKiB * r.total) / most) * width);
+    const cells = Array.from({ length: width + 1 }, (_, i) => (i === limit ? '|' : i < bar ? (r.batch ? '#' : '=') : ' ')).join('');
+    lines.push(`${String(r.total).padStart(6)} ${r.batch ? 'batches' : 'at once'} ${cells} ${(r.rssFull / 1024).toFixed(1)}`);
+  }
+  return lines.join('\n');
+}
+
 export async function connections(levels) {
   const most = mostConnections();
   console.log(`connections per gateway: a third tabs, a third GET streams, a third listen streams, each of its own account; a trickle of ${kTrickleRate} calls/s through the same gateway to a tab on it (${kTrickleSeconds} s, empty and full). A process here may hold ${openFileLimit()} descriptors, so one gateway is filled to ${most} at most.\n`);
@@ -101,6 +116,7 @@ export async function connections(levels) {
       console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up: tabs whose ticket expired meanwhile` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.empty.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]; full: ${stallText(r.full)})${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}`);
     }
   }
+  console.log(`\n${memoryChart(rows)}`);
   const worst = Math.max(...rows.map((r) => r.perConnection));
   console.log(`\n100,000 connections at the worst figure measured (${worst.toFixed(2)} KiB each): ${(worst * 100000 / 1024).toFixed(0)} MiB of gateway memory beyond its base; at ${most} connections per gateway (this machine's descriptor limit) that is ${Math.ceil(100000 / most)} gateways.`);
   return rows;
