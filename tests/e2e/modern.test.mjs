@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startStack, waitUntil } from './lib/stack.mjs';
+import { startStack, stopProcess, waitUntil } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 
 const catalogue = {
@@ -181,12 +181,14 @@ test('a listen stream is acknowledged only once the router has it', async () => 
   const router = stack.routers[0];
   let acknowledged = false;
   let resumed = false;
-  process.kill(router.child.pid, 'SIGSTOP');
   try {
+    const metrics = new URL('/metrics', stack.gateways[1].url);
+    const streams = async () => Number(/kind="agent_stream"\} (\d+)/.exec(await (await fetch(metrics)).text())[1]);
+    const before = await streams();
+    await stopProcess(router.child.pid);
     const listening = client.listen({ resourceSubscriptions: ['doc://outline'] });
     listening.then(() => { acknowledged = true; }, () => {});
-    const metrics = new URL('/metrics', stack.gateways[1].url);
-    await waitUntil(async () => /kind="agent_stream"\} [1-9]/.test(await (await fetch(metrics)).text()), 'gateway 1 to hold the stream');
+    await waitUntil(async () => (await streams()) > before, 'gateway 1 to hold the stream');
     await (await fetch(metrics)).text();  // one more round trip to gateway 1 meanwhile
     assert.equal(acknowledged, false, 'acknowledged while the router could not know of it');
     process.kill(router.child.pid, 'SIGCONT');

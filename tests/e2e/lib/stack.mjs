@@ -1,7 +1,7 @@
 // Starts the relay as real processes on loopback, every port chosen by the OS
 // (port 0), and ends each of them by its pid. Used by every end-to-end test.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -141,6 +141,19 @@ export async function waitUntil(cond, what, timeoutMs = 10000) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+// Stops a process (SIGSTOP) and resolves once every one of its threads has stopped. kill()
+// returns once the signal is queued: the kernel wakes one thread to take it, and that thread
+// then stops the others. On a busy machine it may wait for a core for milliseconds, and
+// meanwhile another thread of the process can still read from a socket and answer.
+export async function stopProcess(pid) {
+  process.kill(pid, 'SIGSTOP');
+  await waitUntil(() => readdirSync(`/proc/${pid}/task`).every((tid) => {
+    // The state follows the command's closing parenthesis: "pid (comm) S ...".
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return /^[tT]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+  }), `process ${pid} to stop`);
 }
 
 export function startProcess(name, command, args, options = {}) {
