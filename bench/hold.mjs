@@ -2,26 +2,35 @@
 //   node hold.mjs KIND URL BATCH < credentials
 // KIND: tab (a tab WebSocket that said hello), get (a 2025-11-25 session's GET stream) or listen
 // (a 2026-07-28 subscriptions/listen stream). Standard input: one credential per line, a ticket
-// for tabs, a bearer token for streams; one connection each. AGAIN (tabs, optional): a file
-// of `first-ticket second-ticket` lines, read when the relay first closes a tab (its gateway
-// went away): each tab so closed connects again at once with its second ticket, as the
-// editor's page would, and `reheld N in MS ms, A attempts, F given up` is printed once every
-// tab so closed is back (MS from the first close). The bench writes it just before the kill:
-// tickets live 60 s. BATCH: how many are opened at a
-// time (0: all at once, as a restarted gateway's tabs come back). A connection refused (the
-// relay busy, authsvc shedding) is tried again after 0.2–1 s, as the editor's page would.
-// Prints `held N in MS ms, A attempts` once every connection is open, then holds them until
-// it is ended; a connection refused 20 times is given up (`held N … , F given up`), so that an
-// expired ticket ends the run instead of hanging it. Never prints a credential.
+// for tabs, a bearer token for streams; one connection each; then an empty line. Tabs only:
+// lines `first-ticket second-ticket` may follow at any time, and a tab that the relay closes
+// (its gateway went away) connects again at once with its second ticket, as the editor's page
+// would; `reheld N in MS ms, A attempts, F given up` is printed once every tab so closed is
+// back (MS from the first close). An empty line after them is answered `second tickets taken`.
+// The bench sends them just before it kills a gateway: tickets live 60 s. A tab closed before
+// its second ticket came stays closed.
 import { createRequire } from 'node:module';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 
 const require = createRequire(`${process.env.BENCH_MODULES.replace(/\/$/, '')}/`);
 const WebSocket = require('ws');
-const [kind, url, batchText, againFile] = process.argv.slice(2);
-const credentials = readFileSync(0, 'utf8').split('\n').filter(Boolean);
-let again = null;  // first ticket → second, once read from againFile
+const [kind, url, batchText] = process.argv.slice(2);
+// Standard input, line by line: the credentials up to the empty line, then second tickets.
+const input = createInterface({ input: process.stdin });
+const credentials = [];
+const again = new Map();  // first ticket → second
+await new Promise((resolve) => {
+  let first = true;
+  input.on('line', (line) => {
+    if (first && line === '') { first = false; resolve(); return; }
+    if (first) { credentials.push(line); return; }
+    if (line === '') { console.log('second tickets taken'); return; }
+    const [ticket, second] = line.split(' ');
+    if (second) again.set(ticket, second);
+  });
+  input.on('close', resolve);
+});
 const batch = Number(batchText) || credentials.length;
 const target = new URL(url);
 const origin = 'http://editor.test';
@@ -120,8 +129,6 @@ async function openWithRetry(credential) {
 const re = { closed: 0, back: 0, givenUp: 0, attempts: 0, firstClose: 0 };
 let stopping = false;
 function reconnect(ticket) {
-  if (!againFile) return;
-  again ??= new Map(readFileSync(againFile, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ')));
   const second = again.get(ticket);
   if (stopping || !second) return;
   again.delete(ticket);

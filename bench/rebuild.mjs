@@ -45,7 +45,7 @@ async function announce(n, via, stack, holders, victim) {
   const accounts = makeAccounts(stack, n, 't', { tokens: false });
   for (let g = 0; g < gateways; g++) {
     const mine = accounts.slice(g * perGateway, (g + 1) * perGateway);
-    holders.push(startProcess(`tabs on gateway ${g + 1}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', stack.gateways[g].url, '500'], { env: nodeEnv, stdin: mine.map((a) => a.ticket).join('\n') + '\n' }));
+    holders.push(startProcess(`tabs on gateway ${g + 1}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', stack.gateways[g].url, '500'], { env: nodeEnv, stdin: mine.map((a) => a.ticket).join('\n') + '\n\n' }));
   }
   await Promise.all(holders.map(heldBy));
   return gateways;

@@ -7,7 +7,6 @@
 // gateway's resident memory per tab before and after. Like the rebuild, this asks the host API
 // to redeem one ticket per tab that comes back: with the reference host API (`php -S`, one
 // process) that is where the time goes.
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { startNginx } from '../tests/e2e/lib/nginx.mjs';
@@ -50,8 +49,7 @@ async function restart(n) {
     const router = stack.routers[0];
     const accounts = makeAccounts(stack, n, 'g', { tokens: false });
     const url = `http://127.0.0.1:${nginx.port}/mcp`;
-    const againFile = join(stack.dir, 'tickets-again');
-    const holder = startProcess('tabs', node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500', againFile], { env: nodeEnv, stdin: accounts.map((acc) => acc.ticket).join('\n') + '\n' });
+    const holder = startProcess('tabs', node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin: accounts.map((acc) => acc.ticket).join('\n') + '\n\n', keepStdin: true });
     holders.push(holder);
     const [, , arrivalMs] = await heldBy(holder);
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 60000);
@@ -59,7 +57,8 @@ async function restart(n) {
 
     // Each tab's ticket to come back with, made now: tickets live 60 s.
     const second = mintTickets(stack, 'g', n);
-    writeFileSync(againFile, accounts.map((acc, i) => `${acc.ticket} ${second[i]}`).join('\n') + '\n', { mode: 0o600 });
+    holder.write(accounts.map((acc, i) => `${acc.ticket} ${second[i]}`).join('\n') + '\n\n');
+    await holder.waitForLine((l) => l === 'second tickets taken', 'the holder to take the second tickets');
 
     const killedAt = Date.now();
     await a.stop('SIGKILL');

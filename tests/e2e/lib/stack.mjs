@@ -49,8 +49,11 @@ class Proc {
       detached: options.group ?? false,
     });
     // Secrets a process needs in bulk (the benchmark's tickets) go by its standard input,
-    // never by its arguments or a file.
-    if (options.stdin !== undefined) this.child.stdin.end(options.stdin);
+    // never by its arguments or a file. keepStdin: more may follow (write()).
+    if (options.stdin !== undefined) {
+      if (options.keepStdin) this.child.stdin.write(options.stdin);
+      else this.child.stdin.end(options.stdin);
+    }
     for (const stream of [this.child.stdout, this.child.stderr]) {
       let partial = '';
       stream.setEncoding('utf8');
@@ -82,6 +85,11 @@ class Proc {
       if (match) w.resolve(match);
       return !match;
     });
+  }
+
+  // More for its standard input (started with keepStdin).
+  write(text) {
+    this.child.stdin.write(text);
   }
 
   tail() {
