@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { startStack, binDir, allLogs, waitUntil } from './lib/stack.mjs';
+import { startStack, stopProcess, binDir, allLogs, waitUntil } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 
 const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
@@ -155,8 +155,8 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
     assert.ok(authorized((await post(gw, token)).status));  // kept for the 60 s TTL
     // Stopped, not killed: its connections stay open and silent, as when its machine dies.
     const pid = stack.authsvc.child.pid;
-    process.kill(pid, 'SIGSTOP');
     try {
+      await stopProcess(pid);
       // A revocation made now could not reach the gateway; after a second of silence the
       // gateway must ask authsvc, which does not answer: no 400 from the verdict it kept.
       await new Promise((r) => setTimeout(r, 1200));

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startStack, waitUntil, binDir, repoRoot } from './lib/stack.mjs';
+import { startStack, stopProcess, waitUntil, binDir, repoRoot } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 import { join } from 'node:path';
@@ -58,8 +58,8 @@ test('a router that hangs is found within seconds: the call ends with the relay\
   const call = agent.callTool({ name: 'get_view', arguments: { hang: true } }, undefined, { timeout: 120000 });
   const delivered = await tab.waitFor((m) => m.method === 'tools/call');
   const router = stack.routers[0];
-  process.kill(router.child.pid, 'SIGSTOP');
   try {
+    await stopProcess(router.child.pid);
     // Both gateways find the router hung (it answers no ping) and give its calls up.
     const result = await call;
     assert.equal(result.isError, true);
@@ -100,9 +100,10 @@ test('a tab announced again after its gateway relinks does not displace the newe
 
   // Gateway 1 stops, and its link is cut under it: the router lets its tab go, and gateway 1
   // hears of nothing (any Displace would be lost with the link).
-  process.kill(gw1.child.pid, 'SIGSTOP');
   let resumed = false;
   try {
+    // Every thread stopped before its link is cut: one still running would hear the cut.
+    await stopProcess(gw1.child.pid);
     const port = linkSourcePort(gw1.child.pid, router.linkPort);
     execFileSync('ss', ['-K', 'state', 'established', `( sport = :${port} and dport = :${router.linkPort} )`]);
     const tabsOf = () => JSON.parse(execFileSync(join(binDir, 'relayctl'), [`--router=127.0.0.1:${router.port}`, '--json', 'tabs']).toString());
