@@ -1,5 +1,8 @@
 #include "common/text.h"
 
+#include <cstdint>
+#include <cstring>
+
 #include "absl/strings/str_format.h"
 
 namespace relay::common {
@@ -14,6 +17,55 @@ std::string TruncateUtf8(absl::string_view text, size_t max_bytes) {
     --end;
   }
   return std::string(text.substr(0, end));
+}
+
+bool IsValidUtf8(absl::string_view text) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(text.data());
+  const unsigned char* end = p + text.size();
+  while (p < end) {
+    if (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        p += 8;
+        continue;
+      }
+    }
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int more;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c == 0xE0) {
+      more = 2, low = 0xA0;
+    } else if (c == 0xED) {
+      more = 2, high = 0x9F;
+    } else if (c >= 0xE1 && c <= 0xEF) {
+      more = 2;
+    } else if (c == 0xF0) {
+      more = 3, low = 0x90;
+    } else if (c >= 0xF1 && c <= 0xF3) {
+      more = 3;
+    } else if (c == 0xF4) {
+      more = 3, high = 0x8F;
+    } else {
+      return false;
+    }
+    if (end - p <= more || p[1] < low || p[1] > high) {
+      return false;
+    }
+    for (int i = 2; i <= more; ++i) {
+      if (p[i] < 0x80 || p[i] > 0xBF) {
+        return false;
+      }
+    }
+    p += more + 1;
+  }
+  return true;
 }
 
 std::string EscapeForTerminal(absl::string_view text) {

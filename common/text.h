@@ -14,6 +14,11 @@ namespace relay::common {
 // stays valid).
 std::string TruncateUtf8(absl::string_view text, size_t max_bytes);
 
+// Whether text is well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF). Runs of ASCII are checked eight bytes
+// at a time: a tab's messages are mostly ASCII JSON.
+bool IsValidUtf8(absl::string_view text);
+
 // text for a terminal: control characters (C0, DEL, and C1 written as UTF-8)
 // and the backslash are written as \xNN / \\, so that a name cannot move the
 // cursor, recolour or rewrite an operator's screen. Other bytes pass.

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gateway/core/ws_frame.h"
 
 namespace relay::gateway {
 
@@ -97,6 +98,18 @@ GateDecision RequestGate::Decide(const RequestHead& head, bool draining) const {
     }
   }
   if (head.websocket_upgrade) {
+    if (head.ws_version.value_or("") != "13") {
+      GateDecision decision = Refuse(426, "this relay speaks WebSocket version 13 (RFC 6455)");
+      decision.extra_headers = "Sec-WebSocket-Version: 13\r\n";
+      decision.close = true;
+      return decision;
+    }
+    if (!IsWsKey(head.ws_key.value_or(""))) {
+      GateDecision decision =
+          Refuse(400, "a WebSocket upgrade needs a Sec-WebSocket-Key of 16 bytes in base64");
+      decision.close = true;
+      return decision;
+    }
     GateDecision decision;
     decision.kind = GateDecision::Kind::kTab;
     return decision;

@@ -17,6 +17,9 @@ struct RequestHead {
   std::optional<absl::string_view> host;
   std::optional<absl::string_view> origin;
   bool websocket_upgrade = false;
+  // An upgrade's Sec-WebSocket-Version and Sec-WebSocket-Key.
+  std::optional<absl::string_view> ws_version;
+  std::optional<absl::string_view> ws_key;
 };
 
 // What to do with a request, decided from its head alone (before any bearer

@@ -21,6 +21,11 @@ inline constexpr uint16_t kCloseHelloTimeout = 4408;
 inline constexpr uint16_t kCloseDisplaced = 4409;
 inline constexpr uint16_t kCloseTooBig = 4413;
 inline constexpr uint16_t kCloseTryLater = 1013;
+// RFC 6455's own (§7.4.1): the gateway shuts down or drains; a frame the
+// protocol forbids; a text message that is not UTF-8.
+inline constexpr uint16_t kCloseGoingAway = 1001;
+inline constexpr uint16_t kCloseProtocolError = 1002;
+inline constexpr uint16_t kCloseNotUtf8 = 1007;
 
 // The hello's client name and version are cut to this many bytes.
 inline constexpr size_t kMaxClientText = 64;

@@ -16,6 +16,21 @@ TEST(TextTest, TruncateKeepsWholeCharacters) {
   EXPECT_EQ(TruncateUtf8("", 0), "");
 }
 
+TEST(TextTest, IsValidUtf8FollowsRfc3629) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"));
+  EXPECT_TRUE(IsValidUtf8("caf\xC3\xA9, \xE2\x82\xAC, \xF0\x9F\x98\x80 and a long ASCII tail"));
+  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));  // U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));           // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));       // overlong, three bytes
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));       // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));   // above U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xFF"));
+  // Cut short, after eight ASCII bytes checked at once.
+  EXPECT_FALSE(IsValidUtf8("12345678\xE2\x82"));
+  EXPECT_FALSE(IsValidUtf8("1234567890abcdef\x80"));
+}
+
 TEST(TextTest, EscapeForTerminalDisarmsControlSequences) {
   EXPECT_EQ(EscapeForTerminal("Editor 2.1"), "Editor 2.1");
   // ESC [ 2 J clears the screen; a newline would forge a table row.

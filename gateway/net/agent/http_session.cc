@@ -102,6 +102,13 @@ void HttpSession::OnHeader() {
   head.host = host;
   head.origin = origin;
   head.websocket_upgrade = websocket::is_upgrade(req);
+  std::optional<std::string> ws_version, ws_key;
+  if (head.websocket_upgrade) {
+    ws_version = in_.Header(http::field::sec_websocket_version);
+    ws_key = in_.Header(http::field::sec_websocket_key);
+    head.ws_version = ws_version;
+    head.ws_key = ws_key;
+  }
   GateDecision decision = state_.gate.Decide(head, state_.draining.load());
   switch (decision.kind) {
     case GateDecision::Kind::kOperator: {
@@ -118,8 +125,8 @@ void HttpSession::OnHeader() {
       stream_.expires_never();
       phase_ = Phase::kClosed;
       out_.Stop();
-      std::make_shared<TabSession>(std::move(stream_), state_.ForTab(), std::move(slot_))
-          ->Run(in_.parser().release());
+      std::make_shared<TabSession>(stream_.release_socket(), state_.ForTab(), std::move(slot_))
+          ->Run(ws_key.value_or(""));
       return;
     case GateDecision::Kind::kMetadata:
       return AnswerMetadata(head.method);

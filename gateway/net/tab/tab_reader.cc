@@ -1,60 +1,78 @@
 #include "gateway/net/tab/tab_reader.h"
 
+#include <memory>
+#include <utility>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
+
+#include "absl/strings/string_view.h"
+
 namespace relay::gateway {
 
-namespace beast = boost::beast;
+namespace asio = boost::asio;
 
 namespace {
 
-// An idle tab waits with a read this small pending: tens of thousands of idle tabs per gateway.
-constexpr size_t kIdleReadChunk = 512;
-constexpr size_t kSmallReadChunk = 2 * 1024;
-constexpr size_t kLargeReadChunk = 64 * 1024;
+// What one read takes: a thread's tabs share it, since a read is fed to the
+// frame reader before the next one starts.
+constexpr size_t kReadChunk = 64 * 1024;
+// Reads per wake-up before the other connections of the thread get a turn.
+constexpr int kMaxReadsPerWake = 4;
+
+char* ReadChunk() {
+  thread_local std::unique_ptr<char[]> chunk(new char[kReadChunk]);
+  return chunk.get();
+}
 
 }  // namespace
 
-void TabReader::Start(size_t limit) {
-  limit_ = limit;
-  // Messages are read in chunks and measured here.
-  ws_.read_message_max(0);
-  DoRead();
+TabReader::TabReader(asio::ip::tcp::socket& socket, Owner& owner, size_t limit)
+    : socket_(socket), owner_(owner), frames_(limit) {}
+
+void TabReader::Start() {
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);
+  Wait();
 }
 
-void TabReader::DoRead() {
-  ws_.async_read_some(
-      buffer_.prepare(buffer_.size() == 0 ? kIdleReadChunk
-                      : buffer_.size() < kSmallReadChunk ? kSmallReadChunk
-                                                          : kLargeReadChunk),
-      [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t bytes) {
-        OnRead(ec, bytes);
-      });
+void TabReader::Resume() {
+  held_ = false;
+  Wait();
 }
 
-void TabReader::OnRead(beast::error_code ec, size_t bytes) {
+void TabReader::Wait() {
+  if (waiting_ || held_ || frames_.done()) {
+    return;
+  }
+  waiting_ = true;
+  socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                     [this, owner = owner_.KeepAlive()](boost::system::error_code ec) {
+                       waiting_ = false;
+                       OnReadable(ec);
+                     });
+}
+
+void TabReader::OnReadable(boost::system::error_code ec) {
   if (ec) {
     return owner_.OnTabReadEnded(ec);
   }
-  buffer_.commit(bytes);
-  if (buffer_.size() > limit_) {
-    buffer_.consume(buffer_.size());
-    stopped_ = true;
-    return owner_.OnTabMessageTooBig();
-  }
-  if (ws_.is_message_done()) {
-    if (!ws_.got_text()) {
-      stopped_ = true;
-      return owner_.OnTabMessageBinary();
+  char* chunk = ReadChunk();
+  for (int reads = 0; reads < kMaxReadsPerWake && !held_ && !frames_.done(); ++reads) {
+    size_t got = socket_.read_some(asio::buffer(chunk, kReadChunk), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      break;
     }
-    std::string text = beast::buffers_to_string(buffer_.data());
-    buffer_.consume(buffer_.size());
-    if (buffer_.capacity() > kSmallReadChunk) {
-      buffer_.shrink_to_fit();  // a large message is not kept for the idle time after it
+    if (ec) {
+      return owner_.OnTabReadEnded(ec);
     }
-    owner_.OnTabMessage(std::move(text));
+    heard_ = true;
+    frames_.Feed(absl::string_view(chunk, got), owner_);
+    if (got < kReadChunk) {
+      break;  // the socket is drained
+    }
   }
-  if (!stopped_) {
-    DoRead();
-  }
+  Wait();
 }
 
 }  // namespace relay::gateway

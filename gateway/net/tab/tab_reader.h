@@ -2,53 +2,54 @@
 
 #include <cstddef>
 #include <memory>
-#include <string>
+#include <utility>
 
-#include <boost/beast/core.hpp>
-#include <boost/beast/websocket.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
 
-#include "gateway/net/tab/tab_transport.h"
+#include "gateway/core/ws_frame.h"
 
 namespace relay::gateway {
 
-// The input side of a tab's WebSocket: whole text messages, read in chunks
-// that start small (an idle tab holds little memory) and grow while a large
-// message (a screenshot) comes in, each measured against a limit so that an
-// oversized one is refused with the protocol's own close code rather than
-// Beast's 1009. Runs on its owner's I/O thread.
+// The input side of a tab's WebSocket: waits until the socket has bytes
+// (holding no buffer while the tab is idle), reads them into its thread's
+// chunk, and passes them through the frame reader to its owner. Runs on its
+// owner's I/O thread.
 class TabReader {
  public:
-  class Owner {
+  class Owner : public WsFrameReader::Visitor {
    public:
-    virtual ~Owner() = default;
-    // Held by the pending read.
+    // Held by the pending wait.
     virtual std::shared_ptr<void> KeepAlive() = 0;
-    // A whole text message; the reader reads on unless Stop() was called.
-    virtual void OnTabMessage(std::string text) = 0;
-    // A message over the limit, or a binary one: no more is read.
-    virtual void OnTabMessageTooBig() = 0;
-    virtual void OnTabMessageBinary() = 0;
-    // The connection ended (closed, reset, timed out, or closed by us).
-    virtual void OnTabReadEnded(boost::beast::error_code ec) = 0;
+    // The connection ended without a close frame: reset, end of stream, or
+    // closed by us.
+    virtual void OnTabReadEnded(boost::system::error_code ec) = 0;
   };
 
-  TabReader(TabStream& ws, Owner& owner) : ws_(ws), owner_(owner) {}
+  TabReader(boost::asio::ip::tcp::socket& socket, Owner& owner, size_t limit);
 
-  // Reads messages of at most limit bytes (SetLimit changes it between them).
-  void Start(size_t limit);
-  void SetLimit(size_t limit) { limit_ = limit; }
-  // No further read is started (the connection is closing).
-  void Stop() { stopped_ = true; }
+  void Start();
+  // The largest message, from the next message on.
+  void SetLimit(size_t limit) { frames_.set_limit(limit); }
+  // No bytes are read until Resume(): a tab that sends pings but never reads
+  // its pongs waits for them to be written, so that they cannot pile up.
+  void Hold() { held_ = true; }
+  void Resume();
+  // Whether anything came since the last call (the keep-alive's sign of life).
+  bool TakeHeard() { return std::exchange(heard_, false); }
+  // The peer closed, or sent what ends the reading.
+  bool done() const { return frames_.done(); }
 
  private:
-  void DoRead();
-  void OnRead(boost::beast::error_code ec, size_t bytes);
+  void Wait();
+  void OnReadable(boost::system::error_code ec);
 
-  TabStream& ws_;
+  boost::asio::ip::tcp::socket& socket_;
   Owner& owner_;
-  boost::beast::flat_buffer buffer_;
-  size_t limit_ = 0;
-  bool stopped_ = false;
+  WsFrameReader frames_;
+  bool waiting_ = false;
+  bool held_ = false;
+  bool heard_ = false;
 };
 
 }  // namespace relay::gateway

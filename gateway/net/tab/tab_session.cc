@@ -7,15 +7,13 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/core/tab_protocol.h"
+#include "gateway/core/ws_frame.h"
 #include "gateway/net/gathered_posts.h"
 #include "gateway/net/registry.h"
 
 namespace relay::gateway {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
 
 namespace {
 
@@ -23,41 +21,40 @@ namespace {
 constexpr size_t kMaxHelloBytes = 16 * 1024;
 // Unwritten messages one tab may hold: room for a few large requests.
 constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
+// How long the tab has to answer our close frame (it may first have to read what was queued
+// before it).
+constexpr std::chrono::seconds kCloseTimeout(10);
 
 }  // namespace
 
-TabSession::TabSession(beast::tcp_stream&& stream, const TabServices& services, ConnectionSlot slot)
-    : ws_(std::move(stream)), services_(services), slot_(std::move(slot)), in_(ws_, *this),
-      out_(ws_, *this, kMaxQueuedBytes), hello_timer_(ws_.get_executor()) {}
+TabSession::TabSession(asio::ip::tcp::socket&& socket, const TabServices& services,
+                       ConnectionSlot slot)
+    : socket_(std::move(socket)), services_(services), slot_(std::move(slot)),
+      // Until its hello is answered a connection is a stranger's: it may send
+      // a hello (a few hundred bytes), not 16 MiB for us to hold.
+      in_(socket_, *this, kMaxHelloBytes), out_(socket_, *this, kMaxQueuedBytes),
+      timer_(socket_.get_executor()) {}
 
-void TabSession::Run(http::request<http::string_body> upgrade) {
-  // Timeouts move from the TCP stream to the WebSocket's own (with pings).
-  beast::get_lowest_layer(ws_).expires_never();
-  websocket::stream_base::timeout timeout;
-  timeout.handshake_timeout = std::chrono::seconds(10);
-  timeout.idle_timeout = absl::ToChronoMilliseconds(services_.options.tab_idle_timeout);
-  timeout.keep_alive_pings = true;
-  ws_.set_option(timeout);
-  ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
-    res.set(http::field::server, "mcp-tab-relay");
-  }));
-  ws_.async_accept(upgrade, beast::bind_front_handler(&TabSession::OnAccept, shared_from_this()));
+void TabSession::Run(absl::string_view ws_key) {
+  out_.SendRaw(WsUpgradeAnswer(ws_key));
+  ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
+           &TabSession::OnHelloTimeout);
+  in_.Start();
 }
 
-void TabSession::OnAccept(beast::error_code ec) {
-  if (ec) {
-    return;
-  }
-  hello_timer_.expires_after(absl::ToChronoMilliseconds(services_.options.hello_timeout));
-  hello_timer_.async_wait(
-      beast::bind_front_handler(&TabSession::OnHelloTimeout, shared_from_this()));
-  // Until its hello is answered a connection is a stranger's: it may send a
-  // hello (a few hundred bytes), not 16 MiB for us to hold.
-  in_.Start(kMaxHelloBytes);
+void TabSession::ArmTimer(std::chrono::steady_clock::duration after,
+                          void (TabSession::*then)()) {
+  uint32_t armed = ++timer_armed_;
+  timer_.expires_after(after);
+  timer_.async_wait([self = shared_from_this(), armed, then](boost::system::error_code ec) {
+    if (!ec && armed == self->timer_armed_) {
+      ((*self).*then)();
+    }
+  });
 }
 
-void TabSession::OnHelloTimeout(beast::error_code ec) {
-  if (ec || phase_ == State::kLive || phase_ == State::kClosing) {
+void TabSession::OnHelloTimeout() {
+  if (phase_ == State::kLive || phase_ == State::kClosing) {
     return;
   }
   if (phase_ == State::kAnnouncing) {
@@ -68,24 +65,90 @@ void TabSession::OnHelloTimeout(beast::error_code ec) {
   CloseWith(kCloseHelloTimeout, "no relay/hello within 10 s");
 }
 
-void TabSession::OnTabMessage(std::string text) {
+void TabSession::OnKeepAlive() {
+  if (phase_ != State::kLive) {
+    return;
+  }
+  if (in_.TakeHeard()) {
+    pinged_ = false;
+  } else if (pinged_) {
+    // Two intervals without a byte (TAB-PROTOCOL.md "Keepalive"): gone without a word.
+    common::LogInfo("tab missed its pings; dropping it", {{"tab", tab_id_}});
+    Cleanup();
+    out_.Abort();
+    return;
+  } else {
+    pinged_ = true;
+    out_.SendRaw(PingFrame());
+  }
+  ArmTimer(absl::ToChronoMilliseconds(services_.options.tab_idle_timeout / 2),
+           &TabSession::OnKeepAlive);
+}
+
+void TabSession::OnCloseTimeout() {
+  // No close frame back (or ours never written): the connection just ends.
+  Cleanup();
+  out_.Abort();
+}
+
+void TabSession::OnWsText(std::string text) {
   HandleMessage(text);
 }
 
-void TabSession::OnTabMessageTooBig() {
-  CloseWith(kCloseTooBig, "message too big");
+void TabSession::OnWsPing(absl::string_view payload) {
+  if (out_.closing()) {
+    return;
+  }
+  out_.SendRaw(PongFrame(payload));
+  // Nothing more is read until the pong is written: a tab that pings without reading cannot
+  // pile pongs up.
+  in_.Hold();
+  out_.WhenWritten([this, self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) {
+      in_.Resume();
+    }
+  });
 }
 
-void TabSession::OnTabMessageBinary() {
-  CloseWith(kCloseBadFirstMessage, "binary messages are not supported");
-}
-
-void TabSession::OnTabReadEnded(beast::error_code ec) {
+void TabSession::OnWsClose(uint16_t code, absl::string_view) {
+  peer_closed_ = true;
   Cleanup();
-  if (ec != websocket::error::closed) {
-    // Gone without the closing handshake (a reset, or a half-close): a write
-    // it will never take must not hold this session and its queue.
-    out_.Abort();
+  if (!out_.closing()) {
+    // The tab closes: its code goes back to it (§5.5.1), after what was queued.
+    return CloseWith(code, "");
+  }
+  if (close_sent_) {
+    out_.Teardown();
+  }
+}
+
+void TabSession::OnWsFailure(WsFailure failure, absl::string_view why) {
+  switch (failure) {
+    case WsFailure::kTooBig:
+      return CloseWith(kCloseTooBig, "message too big");
+    case WsFailure::kBinary:
+      return CloseWith(kCloseBadFirstMessage, "binary messages are not supported");
+    case WsFailure::kProtocol:
+      return CloseWith(kCloseProtocolError, why);
+    case WsFailure::kBadUtf8:
+      return CloseWith(kCloseNotUtf8, why);
+  }
+}
+
+void TabSession::OnTabReadEnded(boost::system::error_code) {
+  // Gone without the closing handshake (a reset, or a half-close; or closed by us): a write it
+  // will never take must not hold this session and its queue.
+  Cleanup();
+  out_.Abort();
+}
+
+void TabSession::OnTabCloseSent() {
+  close_sent_ = true;
+  // The handshake is over once both close frames passed; a reader that stopped on bad input
+  // will not see the tab's.
+  if (peer_closed_ || in_.done()) {
+    out_.Teardown();
+    Cleanup();
   }
 }
 
@@ -120,7 +183,7 @@ void TabSession::HandleHello(absl::string_view text) {
   phase_ = State::kRedeeming;
   services_.auth.RedeemTicket(
       std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
-        GatheredPosts::Post(self->ws_.get_executor(),
+        GatheredPosts::Post(self->socket_.get_executor(),
                             [self, verdict = std::move(verdict)]() mutable {
                               self->OnRedeemed(std::move(verdict));
                             });
@@ -155,7 +218,7 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   // one, or the drain began before and is seen here.
   if (services_.draining.load()) {
     Send(EncodeError(id, kInternalError, "the relay is shutting down; reconnect"));
-    CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
+    CloseWith(kCloseGoingAway, "relay shutting down");
     return;
   }
   announced_ = true;
@@ -172,12 +235,13 @@ void TabSession::Reply(uint64_t call_id, bool is_error, std::string payload) {
 }
 
 void TabSession::PostAccepted(uint32_t agents) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), agents] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), agents] {
     if (self->phase_ != State::kAnnouncing) {
       return;  // a re-announcement after a router restart
     }
     self->phase_ = State::kLive;
-    self->hello_timer_.cancel();
+    self->ArmTimer(absl::ToChronoMilliseconds(self->services_.options.tab_idle_timeout / 2),
+                   &TabSession::OnKeepAlive);
     // Counted first: a send below may find the tab not reading and clean up,
     // which must count it gone.
     self->services_.metrics.tabs_connected.Add();
@@ -320,8 +384,7 @@ void TabSession::CloseWith(uint16_t code, absl::string_view reason) {
     return;
   }
   phase_ = State::kClosing;
-  hello_timer_.cancel();
-  in_.Stop();
+  ArmTimer(kCloseTimeout, &TabSession::OnCloseTimeout);
   out_.CloseWith(code, reason);
 }
 
@@ -329,8 +392,9 @@ void TabSession::OnTabWriterDone() {
   Cleanup();
 }
 
+
 void TabSession::PostDrain() {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this()] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this()] {
     self->draining_ = true;
     self->MaybeEndDrain();
   });
@@ -338,7 +402,7 @@ void TabSession::PostDrain() {
 
 void TabSession::MaybeEndDrain() {
   if (draining_ && calls_.empty() && phase_ != State::kClosing) {
-    CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
+    CloseWith(kCloseGoingAway, "relay shutting down");
   }
 }
 
@@ -348,7 +412,6 @@ void TabSession::Cleanup() {
   }
   cleaned_up_ = true;
   phase_ = State::kClosing;
-  hello_timer_.cancel();
   if (tab_id_ != 0) {
     services_.tabs.Remove(tab_id_);
   }

@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
+#include <chrono>
+
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
 
 #include "absl/strings/string_view.h"
 #include "gateway/core/jsonrpc.h"
@@ -16,7 +16,6 @@
 #include "gateway/core/tab_calls.h"
 #include "gateway/net/gateway_state.h"
 #include "gateway/net/tab/tab_reader.h"
-#include "gateway/net/tab/tab_transport.h"
 #include "gateway/net/tab/tab_writer.h"
 #include "gateway/core/auth_client.h"
 #include "gateway/core/router_client.h"
@@ -30,10 +29,11 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
                    public TabReader::Owner,
                    public TabWriter::Owner {
  public:
-  TabSession(boost::beast::tcp_stream&& stream, const TabServices& services, ConnectionSlot slot);
+  TabSession(boost::asio::ip::tcp::socket&& socket, const TabServices& services,
+             ConnectionSlot slot);
 
-  // Completes the upgrade the HTTP session read.
-  void Run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
+  // Completes the upgrade the HTTP session read and checked (RequestGate).
+  void Run(absl::string_view ws_key);
 
   void PostAccepted(uint32_t agents);
   void PostDeliver(uint64_t call_id, std::string method, std::string params);
@@ -54,19 +54,29 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // tells the page to sign in again.
   void PostSignedOut(std::string user);
 
-  // TabReader::Owner and TabWriter::Owner.
+  // TabReader::Owner (with the frames' visitor) and TabWriter::Owner.
   std::shared_ptr<void> KeepAlive() override { return shared_from_this(); }
-  void OnTabMessage(std::string text) override;
-  void OnTabMessageTooBig() override;
-  void OnTabMessageBinary() override;
-  void OnTabReadEnded(boost::beast::error_code ec) override;
+  void OnWsText(std::string text) override;
+  void OnWsPing(absl::string_view payload) override;
+  void OnWsClose(uint16_t code, absl::string_view reason) override;
+  void OnWsFailure(WsFailure failure, absl::string_view why) override;
+  void OnTabReadEnded(boost::system::error_code ec) override;
   void OnTabWriterDone() override;
+  void OnTabCloseSent() override;
 
  private:
   enum class State { kAwaitingHello, kRedeeming, kAnnouncing, kLive, kClosing };
 
-  void OnAccept(boost::beast::error_code ec);
-  void OnHelloTimeout(boost::beast::error_code ec);
+  // The one timer a tab has, for what its phase waits for: the hello, the
+  // keep-alive's next look, the peer's close frame. An earlier arming's
+  // handler finds the count moved on and does nothing.
+  void ArmTimer(std::chrono::steady_clock::duration after, void (TabSession::*then)());
+  void OnHelloTimeout();
+  // Live: a tab heard from since the last look is fine; one that was not
+  // gets a ping; one that did not answer it either is dropped.
+  void OnKeepAlive();
+  // Closing: the tab did not answer the close frame in time.
+  void OnCloseTimeout();
   void HandleMessage(absl::string_view text);
   void HandleHello(absl::string_view text);
   void OnRedeemed(AuthVerdict verdict);
@@ -88,18 +98,23 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // forgotten first run (ARCHITECTURE.md "Faults").
   void CancelAll(absl::string_view reason);
   void Send(std::string text);
-  // Sends what is queued, then closes with code.
+  // Sends what is queued, then closes with code; the tab's close frame, or
+  // the close timeout, ends the connection.
   void CloseWith(uint16_t code, absl::string_view reason);
   void Cleanup();
   // Draining, with no call left: close with 1001.
   void MaybeEndDrain();
 
-  TabStream ws_;
+  boost::asio::ip::tcp::socket socket_;
   const TabServices& services_;
   ConnectionSlot slot_;
   TabReader in_;
   TabWriter out_;
-  boost::asio::steady_timer hello_timer_;
+  boost::asio::steady_timer timer_;
+  uint32_t timer_armed_ = 0;  // armings so far
+  bool pinged_ = false;        // the keep-alive's ping is unanswered
+  bool peer_closed_ = false;   // the tab's close frame came
+  bool close_sent_ = false;    // ours is written
   // Notifications toward agents, so that a runaway tab cannot flood the
   // links and the agents' streams: 1,000 a second, bursts of 2,000.
   RateLimiter notifications_{1000, 2000};

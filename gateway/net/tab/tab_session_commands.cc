@@ -17,10 +17,9 @@
 namespace relay::gateway {
 
 namespace asio = boost::asio;
-namespace websocket = boost::beast::websocket;
 
 void TabSession::PostAgents(uint32_t count) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), count] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), count] {
     if (self->phase_ == State::kLive) {
       self->Send(EncodeNotification("relay/agents", {{"count", count}}));
     }
@@ -28,7 +27,7 @@ void TabSession::PostAgents(uint32_t count) {
 }
 
 void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::string payload) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(),
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(),
                                            id = std::move(tab_request_id), is_error,
                                            payload = std::move(payload)] {
     if (self->phase_ != State::kLive) {
@@ -40,7 +39,7 @@ void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::st
 }
 
 void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), call_id,
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), call_id,
                                            method = std::move(method),
                                            params = std::move(params)]() mutable {
     if (self->phase_ == State::kAnnouncing) {
@@ -67,7 +66,7 @@ void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string p
 }
 
 void TabSession::PostCancel(uint64_t call_id, std::string reason) {
-  GatheredPosts::Post(ws_.get_executor(),
+  GatheredPosts::Post(socket_.get_executor(),
                       [self = shared_from_this(), call_id, reason = std::move(reason)] {
     // A call still held (the hello not yet answered) is simply never sent.
     TabCalls::GivenUp given_up = self->calls_.GiveUp(call_id);
@@ -83,7 +82,7 @@ void TabSession::PostCancel(uint64_t call_id, std::string reason) {
 }
 
 void TabSession::PostDisplace(std::string reason) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
     if (self->phase_ == State::kClosing) {
       return;
     }
@@ -97,7 +96,7 @@ void TabSession::PostDisplace(std::string reason) {
 }
 
 void TabSession::PostLinkDown(size_t shard) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), shard] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->services_.router.ShardOf(self->announcement_.account) == shard) {
       // The router failed these calls toward their agents, or is gone: the
       // agents will try again, so the tab must not go on with the first run.
@@ -108,7 +107,7 @@ void TabSession::PostLinkDown(size_t shard) {
 }
 
 void TabSession::PostReannounce(size_t shard) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), shard] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->phase_ != State::kClosing &&
         self->services_.router.ShardOf(self->announcement_.account) == shard) {
       self->Announce();
@@ -117,16 +116,16 @@ void TabSession::PostReannounce(size_t shard) {
 }
 
 void TabSession::PostGoingAway() {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this()] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this()] {
     // The calls it still has are given up (their agents hear it from the
     // router when the tab goes): the tab may stop working on them.
     self->CancelAll("the relay is shutting down");
-    self->CloseWith(static_cast<uint16_t>(websocket::close_code::going_away), "relay shutting down");
+    self->CloseWith(kCloseGoingAway, "relay shutting down");
   });
 }
 
 void TabSession::PostSignedOut(std::string user) {
-  GatheredPosts::Post(ws_.get_executor(), [self = shared_from_this(), user = std::move(user)] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), user = std::move(user)] {
     if (self->phase_ == State::kClosing || self->phase_ == State::kAwaitingHello ||
         self->announcement_.account != user) {
       return;

@@ -14,8 +14,7 @@
 namespace relay::gateway {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace websocket = beast::websocket;
+using boost::system::error_code;
 
 namespace {
 
@@ -26,14 +25,18 @@ constexpr size_t kEntryOverhead = 64;
 
 }  // namespace
 
-TabWriter::TabWriter(TabStream& ws, Owner& owner, size_t max_queued_bytes)
-    : ws_(ws), owner_(owner), max_queued_bytes_(max_queued_bytes) {
-  ws_.next_layer().set_output(this);
+TabWriter::TabWriter(asio::ip::tcp::socket& socket, Owner& owner, size_t max_queued_bytes)
+    : socket_(socket), owner_(owner), max_queued_bytes_(max_queued_bytes) {}
+
+void TabWriter::SendRaw(std::string bytes) {
+  if (!closing_ && !failed_) {
+    Enqueue(std::move(bytes));
+  }
 }
 
 void TabWriter::Send(std::string text) {
-  // After Beast sent or received a close frame no data frame may follow.
-  if (close_ || failed_ || !ws_.is_open()) {
+  // After the close frame no frame may follow.
+  if (closing_ || failed_) {
     return;
   }
   std::string header = TextFrameHeader(text.size());
@@ -42,18 +45,13 @@ void TabWriter::Send(std::string text) {
   }
 }
 
-bool TabWriter::AppendRaw(std::string bytes) {
-  return !failed_ && Enqueue(std::move(bytes));
-}
-
 bool TabWriter::Enqueue(std::string bytes) {
   queued_bytes_ += bytes.size() + kEntryOverhead;
   if (queued_bytes_ > max_queued_bytes_) {
     // A tab that does not read what it is sent: drop it (it reconnects) rather
     // than queue without bound. No close frame could get through either.
     common::LogWarn("tab not reading; dropping it");
-    // (Marked closing; no close frame is sent: the connection is dropped.)
-    close_ = websocket::close_reason(websocket::close_code::policy_error);
+    closing_ = true;
     Fail(asio::error::no_buffer_space);
     return false;
   }
@@ -70,7 +68,7 @@ void TabWriter::ScheduleWrite() {
   // After the handler that queued this: whatever else it queues (the rest of
   // a link batch's deliveries) goes in the same write.
   write_scheduled_ = true;
-  asio::post(ws_.get_executor(), [this, owner = owner_.KeepAlive()] {
+  asio::post(socket_.get_executor(), [this, owner = owner_.KeepAlive()] {
     write_scheduled_ = false;
     if (in_flight_.empty() && !failed_ && !outbox_.empty()) {
       DoWrite();
@@ -90,13 +88,12 @@ void TabWriter::DoWrite() {
   for (size_t i = 0; i < in_flight_.size(); ++i) {
     buffers.push_back(asio::buffer(in_flight_[i]));
   }
-  asio::async_write(beast::get_lowest_layer(ws_).socket(), buffers,
-                    [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
-                      OnWrite(ec);
-                    });
+  asio::async_write(socket_, buffers, [this, owner = owner_.KeepAlive()](error_code ec, size_t) {
+    OnWrite(ec);
+  });
 }
 
-void TabWriter::OnWrite(beast::error_code ec) {
+void TabWriter::OnWrite(error_code ec) {
   if (failed_) {
     // Failed while this write was in flight: what it held can go now.
     in_flight_.clear();
@@ -113,33 +110,32 @@ void TabWriter::OnWrite(beast::error_code ec) {
   if (!outbox_.empty()) {
     DoWrite();
   }
-  // Those waiting for what is now written (Beast's own frames, its teardown,
-  // our close).
+  // Those waiting for what is now written (the close frame).
   while (!waiters_.empty() && waiters_.front().first <= written_) {
     auto done = std::move(waiters_.front().second);
     waiters_.pop_front();
-    done(beast::error_code());
+    done(error_code());
   }
 }
 
-void TabWriter::WhenWritten(absl::AnyInvocable<void(beast::error_code)> done) {
+void TabWriter::WhenWritten(absl::AnyInvocable<void(error_code)> done) {
   if (failed_) {
     return done(asio::error::broken_pipe);
   }
   if (written_ >= appended_) {
-    return done(beast::error_code());
+    return done(error_code());
   }
   waiters_.emplace_back(appended_, std::move(done));
 }
 
 void TabWriter::Abort() { Fail(boost::asio::error::connection_aborted); }
 
-void TabWriter::Fail(beast::error_code ec) {
+void TabWriter::Fail(error_code ec) {
   if (std::exchange(failed_, true)) {
     return;
   }
-  beast::error_code ignored;
-  beast::get_lowest_layer(ws_).socket().close(ignored);
+  error_code ignored;
+  socket_.close(ignored);
   outbox_.clear();  // what is in flight stays until its write ends
   auto waiters = std::move(waiters_);
   waiters_.clear();
@@ -150,29 +146,29 @@ void TabWriter::Fail(beast::error_code ec) {
 }
 
 void TabWriter::CloseWith(uint16_t code, absl::string_view reason) {
-  if (close_) {
+  if (closing_ || failed_) {
     return;
   }
-  close_ = websocket::close_reason(static_cast<websocket::close_code>(code),
-                                  beast::string_view(reason.data(), reason.size()));
-  // After what is queued now (no message is queued after this).
-  WhenWritten([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+  Enqueue(CloseFrame(code, reason));
+  closing_ = true;
+  WhenWritten([this, owner = owner_.KeepAlive()](error_code ec) {
     if (!ec) {
-      StartClose();
+      owner_.OnTabCloseSent();
     }
   });
 }
 
-void TabWriter::StartClose() {
-  if (std::exchange(close_started_, true)) {
+void TabWriter::Teardown() {
+  if (std::exchange(failed_, true)) {
     return;
   }
-  // Beast queues the close frame through the transport; the pending read
-  // ends with an error next; the closing handshake is bounded by the
-  // handshake timeout.
-  ws_.async_close(*close_, [this, owner = owner_.KeepAlive()](beast::error_code) {
-    owner_.OnTabWriterDone();
-  });
+  // The tab reads what was written, then the end of the stream (RFC 6455 §7.1.1: the server
+  // ends the TCP connection first).
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  socket_.close(ignored);
+  outbox_.clear();
+  waiters_.clear();
 }
 
 }  // namespace relay::gateway

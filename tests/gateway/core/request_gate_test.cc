@@ -79,7 +79,29 @@ TEST(RequestGateTest, ATabMustNameAnAllowedOrigin) {
   head.websocket_upgrade = true;
   EXPECT_EQ(Gate().Decide(head, false).status, 403);
   head.origin = "https://editor.example";
+  head.ws_version = "13";
+  head.ws_key = "dGhlIHNhbXBsZSBub25jZQ==";
   EXPECT_EQ(Gate().Decide(head, false).kind, GateDecision::Kind::kTab);
+}
+
+TEST(RequestGateTest, AnUpgradeNeedsVersion13AndAKey) {
+  RequestHead head = Post();
+  head.method = "GET";
+  head.websocket_upgrade = true;
+  head.origin = "https://editor.example";
+  head.ws_key = "dGhlIHNhbXBsZSBub25jZQ==";
+  GateDecision decision = Gate().Decide(head, false);
+  EXPECT_EQ(decision.status, 426);
+  EXPECT_EQ(decision.extra_headers, "Sec-WebSocket-Version: 13\r\n");
+  head.ws_version = "8";
+  EXPECT_EQ(Gate().Decide(head, false).status, 426);
+  head.ws_version = "13";
+  head.ws_key = "too-short";
+  decision = Gate().Decide(head, false);
+  EXPECT_EQ(decision.status, 400);
+  EXPECT_TRUE(decision.close);
+  head.ws_key = std::nullopt;
+  EXPECT_EQ(Gate().Decide(head, false).status, 400);
 }
 
 TEST(RequestGateTest, OnlyPostGetAndDelete) {
