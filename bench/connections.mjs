@@ -13,7 +13,9 @@ const kTrickleRate = 200;  // calls/s through the gateway while it fills
 const kTrickleSeconds = 5;
 const kBarKiB = 3;
 const kBarP99 = 1.2;
-const kinds = ['tab', 'get', 'listen'];
+// BENCH_KINDS=tab (or get, listen, or a comma-separated few) fills the gateway with those kinds
+// only, to tell what each costs.
+const kinds = (process.env.BENCH_KINDS ?? 'tab,get,listen').split(',');
 
 // The most connections one gateway may hold here: its descriptor limit, less what it needs
 // for itself (links, listeners, the trickle).
@@ -67,7 +69,7 @@ async function fill(total, batch) {
     const held = await Promise.race([Promise.all(holders.slice(1).map((h) => heldBy(h, batch === 0))), died]);
     arriving = false;
     const arrivalMs = Date.now() - started;
-    const [tabs, gets, listens] = held.map((m) => Number(m[1]));
+    const [tabs, gets, listens] = ['tab', 'get', 'listen'].map((k) => (kinds.includes(k) ? Number(held[kinds.indexOf(k)][1]) : 0));
     await waitUntil(async () => {
       const c = await gatewayCounts(gw);
       return c.tabs === tabs + 1 && c.streams === gets + listens;

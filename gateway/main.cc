@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   // Every connection is a descriptor: run with the most the system allows this process.
   common::RaiseOpenFileLimitAndLog();
   // What a burst of connections freed goes back to the system (common/heap_trimmer.h).
-  common::HeapTrimmer heap_trimmer(absl::Seconds(2), 16 << 20);
+  common::HeapTrimmer heap_trimmer(absl::Seconds(2), 4 << 20);
 
   gateway::GatewayConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);
