@@ -36,36 +36,45 @@ bool IsValidUtf8(absl::string_view text) {
       ++p;
       continue;
     }
-    int more;
-    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
-    if (c >= 0xC2 && c <= 0xDF) {
-      more = 1;
-    } else if (c == 0xE0) {
-      more = 2, low = 0xA0;
-    } else if (c == 0xED) {
-      more = 2, high = 0x9F;
-    } else if (c >= 0xE1 && c <= 0xEF) {
-      more = 2;
-    } else if (c == 0xF0) {
-      more = 3, low = 0x90;
-    } else if (c >= 0xF1 && c <= 0xF3) {
-      more = 3;
-    } else if (c == 0xF4) {
-      more = 3, high = 0x8F;
-    } else {
+    int length = Utf8SequenceLength(p, end);
+    if (length == 0) {
       return false;
     }
-    if (end - p <= more || p[1] < low || p[1] > high) {
-      return false;
-    }
-    for (int i = 2; i <= more; ++i) {
-      if (p[i] < 0x80 || p[i] > 0xBF) {
-        return false;
-      }
-    }
-    p += more + 1;
+    p += length;
   }
   return true;
+}
+
+int Utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  const unsigned char c = *p;
+  int more;
+  unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    more = 1;
+  } else if (c == 0xE0) {
+    more = 2, low = 0xA0;
+  } else if (c == 0xED) {
+    more = 2, high = 0x9F;
+  } else if (c >= 0xE1 && c <= 0xEF) {
+    more = 2;
+  } else if (c == 0xF0) {
+    more = 3, low = 0x90;
+  } else if (c >= 0xF1 && c <= 0xF3) {
+    more = 3;
+  } else if (c == 0xF4) {
+    more = 3, high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (end - p <= more || p[1] < low || p[1] > high) {
+    return 0;
+  }
+  for (int i = 2; i <= more; ++i) {
+    if (p[i] < 0x80 || p[i] > 0xBF) {
+      return 0;
+    }
+  }
+  return more + 1;
 }
 
 std::string EscapeForTerminal(absl::string_view text) {

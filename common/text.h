@@ -19,6 +19,10 @@ std::string TruncateUtf8(absl::string_view text, size_t max_bytes);
 // at a time: a tab's messages are mostly ASCII JSON.
 bool IsValidUtf8(absl::string_view text);
 
+// The length (2 to 4) of the well-formed multi-byte UTF-8 sequence at p, by
+// RFC 3629's table, or 0 when there is none before end. p < end, *p >= 0x80.
+int Utf8SequenceLength(const unsigned char* p, const unsigned char* end);
+
 // text for a terminal: control characters (C0, DEL, and C1 written as UTF-8)
 // and the backslash are written as \xNN / \\, so that a name cannot move the
 // cursor, recolour or rewrite an operator's screen. Other bytes pass.

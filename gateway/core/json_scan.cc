@@ -10,6 +10,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
+#include "common/text.h"
 #include "nlohmann/json.hpp"
 
 namespace relay::gateway {
@@ -232,32 +233,9 @@ class Scanner {
   // One well-formed UTF-8 sequence of two to four bytes (RFC 3629's table:
   // no overlong forms, no surrogates, nothing above U+10FFFF).
   bool Utf8() {
-    const unsigned char c = *p_;
-    int more;
-    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
-    if (c >= 0xC2 && c <= 0xDF) {
-      more = 1;
-    } else if (c == 0xE0) {
-      more = 2, low = 0xA0;
-    } else if (c == 0xED) {
-      more = 2, high = 0x9F;
-    } else if (c >= 0xE1 && c <= 0xEF) {
-      more = 2;
-    } else if (c == 0xF0) {
-      more = 3, low = 0x90;
-    } else if (c >= 0xF1 && c <= 0xF3) {
-      more = 3;
-    } else if (c == 0xF4) {
-      more = 3, high = 0x8F;
-    } else {
-      return false;
-    }
-    if (end_ - p_ <= more || p_[1] < low || p_[1] > high) return false;
-    for (int i = 2; i <= more; ++i) {
-      if (p_[i] < 0x80 || p_[i] > 0xBF) return false;
-    }
-    p_ += more + 1;
-    return true;
+    int length = common::Utf8SequenceLength(p_, end_);
+    p_ += length;
+    return length != 0;
   }
 
   // A string, quotes included; p_ is on the opening quote.
