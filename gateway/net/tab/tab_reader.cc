@@ -5,6 +5,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
 
 #include "absl/strings/string_view.h"
 
@@ -38,11 +39,11 @@ void TabReader::Start() {
 
 void TabReader::Resume() {
   held_ = false;
-  Wait();
+  ReadSoon();
 }
 
 void TabReader::Wait() {
-  if (waiting_ || held_ || frames_.done()) {
+  if (waiting_ || held_) {
     return;
   }
   waiting_ = true;
@@ -53,26 +54,44 @@ void TabReader::Wait() {
                      });
 }
 
+void TabReader::ReadSoon() {
+  if (waiting_ || held_) {
+    return;
+  }
+  waiting_ = true;
+  asio::post(socket_.get_executor(), [this, owner = owner_.KeepAlive()] {
+    waiting_ = false;
+    OnReadable({});
+  });
+}
+
 void TabReader::OnReadable(boost::system::error_code ec) {
   if (ec) {
     return owner_.OnTabReadEnded(ec);
   }
   char* chunk = ReadChunk();
-  for (int reads = 0; reads < kMaxReadsPerWake && !held_ && !frames_.done(); ++reads) {
+  for (int reads = 0; reads < kMaxReadsPerWake; ++reads) {
+    if (held_) {
+      return;  // Resume() reads on
+    }
     size_t got = socket_.read_some(asio::buffer(chunk, kReadChunk), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      break;
+      return Wait();
     }
     if (ec) {
       return owner_.OnTabReadEnded(ec);
     }
     heard_ = true;
+    // After the end (a close frame or bad input) what comes is read and dropped, so that
+    // the tab's end of stream is seen and closing does not reset the connection.
     frames_.Feed(absl::string_view(chunk, got), owner_);
     if (got < kReadChunk) {
-      break;  // the socket is drained
+      return Wait();  // the socket is drained
     }
   }
-  Wait();
+  // Bytes are likely left: reading on from a handler of its own costs less than a wait
+  // (an epoll_ctl), and gives the thread's other connections their turn first.
+  ReadSoon();
 }
 
 }  // namespace relay::gateway

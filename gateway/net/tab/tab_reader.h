@@ -37,11 +37,15 @@ class TabReader {
   void Resume();
   // Whether anything came since the last call (the keep-alive's sign of life).
   bool TakeHeard() { return std::exchange(heard_, false); }
-  // The peer closed, or sent what ends the reading.
+  // The peer closed, or sent what ends the reading (what follows is read and
+  // dropped until the end of the stream).
   bool done() const { return frames_.done(); }
 
  private:
+  // Waits until the socket is readable.
   void Wait();
+  // Reads again from a handler of its own, for bytes likely waiting.
+  void ReadSoon();
   void OnReadable(boost::system::error_code ec);
 
   boost::asio::ip::tcp::socket& socket_;

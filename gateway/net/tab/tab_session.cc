@@ -74,8 +74,7 @@ void TabSession::OnKeepAlive() {
   } else if (pinged_) {
     // Two intervals without a byte (TAB-PROTOCOL.md "Keepalive"): gone without a word.
     common::LogInfo("tab missed its pings; dropping it", {{"tab", tab_id_}});
-    Cleanup();
-    out_.Abort();
+    return End();
     return;
   } else {
     pinged_ = true;
@@ -86,9 +85,17 @@ void TabSession::OnKeepAlive() {
 }
 
 void TabSession::OnCloseTimeout() {
-  // No close frame back (or ours never written): the connection just ends.
+  // No close frame back, ours never written, or no end of stream after the
+  // handshake: the connection just ends.
+  End();
+}
+
+void TabSession::End() {
   Cleanup();
   out_.Abort();
+  // The socket is closed: nothing is left for the timer to bound, and it must
+  // not hold this session (and a partial message) until it fires.
+  timer_.cancel();
 }
 
 void TabSession::OnWsText(std::string text) {
@@ -123,6 +130,11 @@ void TabSession::OnWsClose(uint16_t code, absl::string_view) {
 }
 
 void TabSession::OnWsFailure(WsFailure failure, absl::string_view why) {
+  if (close_sent_) {
+    // Bad input after our close frame went out: the handshake ends here.
+    Cleanup();
+    return out_.Teardown();
+  }
   switch (failure) {
     case WsFailure::kTooBig:
       return CloseWith(kCloseTooBig, "message too big");
@@ -135,20 +147,28 @@ void TabSession::OnWsFailure(WsFailure failure, absl::string_view why) {
   }
 }
 
-void TabSession::OnTabReadEnded(boost::system::error_code) {
-  // Gone without the closing handshake (a reset, or a half-close; or closed by us): a write it
-  // will never take must not hold this session and its queue.
-  Cleanup();
-  out_.Abort();
+void TabSession::OnTabReadEnded(boost::system::error_code ec) {
+  read_ended_ = true;
+  if (ec == boost::asio::error::eof && out_.closing() && !close_sent_) {
+    // The tab has said all it will; our close frame still goes out, and
+    // OnTabCloseSent ends the connection (or the closing deadline does).
+    return;
+  }
+  // The end of stream after the handshake; or gone without it (a reset, a half-close, or
+  // closed by us): a write it will never take must not hold this session and its queue.
+  End();
 }
 
 void TabSession::OnTabCloseSent() {
   close_sent_ = true;
   // The handshake is over once both close frames passed; a reader that stopped on bad input
   // will not see the tab's.
-  if (peer_closed_ || in_.done()) {
-    out_.Teardown();
+  if (peer_closed_ || in_.done() || read_ended_) {
     Cleanup();
+    if (read_ended_) {
+      return End();
+    }
+    out_.Teardown();
   }
 }
 
@@ -390,6 +410,7 @@ void TabSession::CloseWith(uint16_t code, absl::string_view reason) {
 
 void TabSession::OnTabWriterDone() {
   Cleanup();
+  timer_.cancel();
 }
 
 

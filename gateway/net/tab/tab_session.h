@@ -77,6 +77,8 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void OnKeepAlive();
   // Closing: the tab did not answer the close frame in time.
   void OnCloseTimeout();
+  // Ends the connection now (socket closed, timer cancelled).
+  void End();
   void HandleMessage(absl::string_view text);
   void HandleHello(absl::string_view text);
   void OnRedeemed(AuthVerdict verdict);
@@ -115,6 +117,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   bool pinged_ = false;        // the keep-alive's ping is unanswered
   bool peer_closed_ = false;   // the tab's close frame came
   bool close_sent_ = false;    // ours is written
+  bool read_ended_ = false;    // the tab's end of stream (or an error) was read
   // Notifications toward agents, so that a runaway tab cannot flood the
   // links and the agents' streams: 1,000 a second, bursts of 2,000.
   RateLimiter notifications_{1000, 2000};

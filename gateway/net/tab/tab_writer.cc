@@ -128,7 +128,11 @@ void TabWriter::WhenWritten(absl::AnyInvocable<void(error_code)> done) {
   waiters_.emplace_back(appended_, std::move(done));
 }
 
-void TabWriter::Abort() { Fail(boost::asio::error::connection_aborted); }
+void TabWriter::Abort() {
+  Fail(boost::asio::error::connection_aborted);
+  error_code ignored;
+  socket_.close(ignored);  // after Teardown too
+}
 
 void TabWriter::Fail(error_code ec) {
   if (std::exchange(failed_, true)) {
@@ -163,10 +167,11 @@ void TabWriter::Teardown() {
     return;
   }
   // The tab reads what was written, then the end of the stream (RFC 6455 §7.1.1: the server
-  // ends the TCP connection first).
+  // ends the TCP connection first). The socket stays open until the tab's end of stream
+  // comes back (its owner then aborts): closing it with bytes unread would send a reset,
+  // and the tab could lose our close frame.
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-  socket_.close(ignored);
   outbox_.clear();
   waiters_.clear();
 }

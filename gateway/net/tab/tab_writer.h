@@ -45,11 +45,13 @@ class TabWriter final {
   // done runs once everything queued so far has been written, or the
   // connection has failed (with its error).
   void WhenWritten(absl::AnyInvocable<void(boost::system::error_code)> done);
-  // The tab is gone without closing: drop what waits and close the socket,
-  // so that a write it will never take ends now.
+  // The tab is gone without closing (or its end of stream came after a
+  // Teardown): drop what waits and close the socket, so that a write it will
+  // never take ends now.
   void Abort();
-  // The closing handshake is over: the socket is shut (what was written
-  // still reaches the tab) and closed.
+  // The closing handshake is over: the socket is shut for sending (what was
+  // written still reaches the tab); it is closed by Abort once the tab's end
+  // of stream is read, or the closing deadline passes.
   void Teardown();
 
  private:
