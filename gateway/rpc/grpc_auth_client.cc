@@ -9,6 +9,7 @@
 #include "common/grpc/cq_loop.h"
 #include "common/crypto.h"
 #include "common/log.h"
+#include "gateway/core/call_gate.h"
 #include "gateway/core/verdict_memo.h"
 #include "gateway/rpc/channel.h"
 #include "gateway/rpc/grpc_clients.h"
@@ -69,8 +70,16 @@ class GrpcAuthClient final : public AuthClient {
   }
 
   ~GrpcAuthClient() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    // Those that wait will not be asked: they hear "unavailable" (outside the lock: their
+    // callbacks only post).
+    for (CallGate::Waiting& waiting : gate_.TakeWaiting()) {
+      waiting.refuse();
+    }
     absl::MutexLock lock(&mu_);
-    stopping_ = true;
     // Under the lock: the watch deletes itself once it has ended, which it
     // reports (OnWatchEnded) under this lock first. (Completion-queue tags
     // never run inline, so cancelling here cannot re-enter.)
@@ -92,21 +101,29 @@ class GrpcAuthClient final : public AuthClient {
   }
 
   void VerifyToken(std::string token, std::string address, Callback done) override {
-    auto* call = new Call<relay::v1::VerifyTokenRequest, relay::v1::VerifyTokenResponse>(
-        std::move(done), *this);
-    call->memo = &memo_;
-    call->epoch = memo_.Epoch();
-    call->token_sha256 = common::Sha256Hex(token);
-    call->request.set_token(std::move(token));
-    call->request.set_address(std::move(address));
-    call->Start(stub_->PrepareAsyncVerifyToken(&call->context, call->request, loop_.cq()));
+    Admit(
+        [this, token = std::move(token), address = std::move(address)](Callback done) mutable {
+          auto* call = new Call<relay::v1::VerifyTokenRequest, relay::v1::VerifyTokenResponse>(
+              std::move(done), *this);
+          call->memo = &memo_;
+          call->epoch = memo_.Epoch();
+          call->token_sha256 = common::Sha256Hex(token);
+          call->request.set_token(std::move(token));
+          call->request.set_address(std::move(address));
+          call->Start(stub_->PrepareAsyncVerifyToken(&call->context, call->request, loop_.cq()));
+        },
+        std::move(done));
   }
 
   void RedeemTicket(std::string ticket, Callback done) override {
-    auto* call = new Call<relay::v1::RedeemTicketRequest, relay::v1::RedeemTicketResponse>(
-        std::move(done), *this);
-    call->request.set_ticket(std::move(ticket));
-    call->Start(stub_->PrepareAsyncRedeemTicket(&call->context, call->request, loop_.cq()));
+    Admit(
+        [this, ticket = std::move(ticket)](Callback done) mutable {
+          auto* call = new Call<relay::v1::RedeemTicketRequest, relay::v1::RedeemTicketResponse>(
+              std::move(done), *this);
+          call->request.set_ticket(std::move(ticket));
+          call->Start(stub_->PrepareAsyncRedeemTicket(&call->context, call->request, loop_.cq()));
+        },
+        std::move(done));
   }
 
   // The watch's news.
@@ -172,9 +189,51 @@ class GrpcAuthClient final : public AuthClient {
     absl::MutexLock lock(&mu_);
     ++calls_;
   }
+  // Its place goes to the next call that waited (refused if the client is ending).
   void CallEnded() ABSL_LOCKS_EXCLUDED(mu_) {
+    CallGate::Released next = gate_.Leave(common::MonotonicNow());
+    for (;;) {
+      for (CallGate::Waiting& refused : next.refused) {
+        refused.refuse();
+      }
+      if (!next.start) {
+        break;
+      }
+      if (!Stopping()) {
+        next.start->start();
+        break;
+      }
+      next.start->refuse();
+      next = gate_.Leave(common::MonotonicNow());  // the place it was given is free again
+    }
     absl::MutexLock lock(&mu_);
     --calls_;
+  }
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return stopping_;
+  }
+
+  // Starts a call through the gate: now, when a place frees, or never (the queue is full, or
+  // it waited too long): then done hears kUnavailable, which the agent or tab hears as "try
+  // again shortly". start is given done.
+  template <typename Start>
+  void Admit(Start start, Callback done) {
+    auto shared_done = std::make_shared<Callback>(std::move(done));
+    CallGate::Waiting call{
+        [start = std::make_shared<Start>(std::move(start)), shared_done] {
+          (*start)(std::move(*shared_done));
+        },
+        [shared_done] { (*shared_done)(AuthVerdict{}); }, common::MonotonicNow()};
+    switch (gate_.Enter(call)) {
+      case CallGate::Entry::kStartNow:
+        return call.start();
+      case CallGate::Entry::kWaiting:
+        return;
+      case CallGate::Entry::kRefused:
+        common::LogWarn("too many verifications waiting for authsvc; refusing one");
+        return call.refuse();
+    }
   }
 
   // One unary call; its answer comes back on the loop thread.
@@ -225,6 +284,7 @@ class GrpcAuthClient final : public AuthClient {
   common::CqLoop& loop_;
   std::unique_ptr<relay::v1::Auth::Stub> stub_;
   VerdictMemo memo_;
+  CallGate gate_;
   const RevocationListener on_revoked_;
   absl::Mutex mu_;
   RevocationWatch* watch_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -35,11 +35,13 @@ void AgentAdmission::Check(absl::string_view authorization,
   if (address.empty()) {
     address = client_address();
   }
+  pending_ = true;
   state_.auth->VerifyToken(
       std::move(bearer), address,
       [this, owner = owner_.KeepAlive(), address](AuthVerdict verdict) {
         boost::asio::post(executor_,
                           [this, owner, address, verdict = std::move(verdict)]() mutable {
+                            pending_ = false;
                             OnVerdict(std::move(verdict), address);
                           });
       });

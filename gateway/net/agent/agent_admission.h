@@ -38,6 +38,8 @@ class AgentAdmission {
   // returns. The owner hears the answer on its I/O thread, now or once authsvc
   // answered.
   void Check(absl::string_view authorization, absl::FunctionRef<std::string()> client_address);
+  // authsvc is being asked: the owner hears later.
+  bool pending() const { return pending_; }
 
  private:
   void OnVerdict(AuthVerdict verdict, const std::string& address);
@@ -45,6 +47,7 @@ class AgentAdmission {
   GatewayState& state_;
   Owner& owner_;
   boost::asio::any_io_executor executor_;
+  bool pending_ = false;
 };
 
 }  // namespace relay::gateway

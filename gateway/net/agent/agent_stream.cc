@@ -13,21 +13,19 @@
 namespace relay::gateway {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 
-AgentStream::AgentStream(beast::tcp_stream&& stream, const StreamServices& services,
+AgentStream::AgentStream(asio::ip::tcp::socket&& socket, const StreamServices& services,
                          ConnectionSlot slot, std::string account, std::string role,
                          std::string session, std::string token_sha256,
                          std::optional<ListenFilter> listen)
-    : stream_(std::move(stream)), services_(services), slot_(std::move(slot)),
+    : socket_(std::move(socket)), services_(services), slot_(std::move(slot)),
       account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
       token_sha256_(std::move(token_sha256)), listen_(std::move(listen)),
-      out_(stream_, *this, absl::ToChronoMilliseconds(services.options.sse_keepalive),
+      out_(socket_, *this, absl::ToChronoMilliseconds(services.options.sse_keepalive),
            MaxQueuedBytes(services.options),
            absl::ToChronoMilliseconds(services.options.idle_timeout)) {}
 
 void AgentStream::Run(uint64_t last_event_id) {
-  stream_.expires_never();
   services_.router.Send(account_, SessionTouchEvent(account_, session_));
   stream_id_ = services_.streams.Add(weak_from_this());
   services_.metrics.CountResponse(200);
@@ -49,11 +47,11 @@ void AgentStream::Run(uint64_t last_event_id) {
 void AgentStream::WatchPeer() {
   // Waits for the socket to be readable rather than reading into a buffer: an idle stream
   // holds no read buffer (tens of thousands of streams per gateway).
-  stream_.socket().async_wait(
-      asio::ip::tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+  socket_.async_wait(
+      asio::ip::tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
         if (self->closing_) {
           // The last chunk is out and this wait was cancelled to close.
-          return CloseLingering(self->stream_, self);
+          return CloseLingering(self->socket_, self);
         }
         if (self->ended_) {
           return;
@@ -61,9 +59,9 @@ void AgentStream::WatchPeer() {
         if (!ec) {
           // A request on a stream is never answered: what the agent sends is dropped.
           std::array<char, 1024> dropped;
-          self->stream_.socket().non_blocking(true, ec);
+          self->socket_.non_blocking(true, ec);
           if (!ec) {
-            self->stream_.socket().read_some(asio::buffer(dropped), ec);
+            self->socket_.read_some(asio::buffer(dropped), ec);
           }
           if (!ec || ec == asio::error::would_block || ec == asio::error::try_again) {
             return self->WatchPeer();
@@ -74,8 +72,8 @@ void AgentStream::WatchPeer() {
         self->ended_ = true;
         self->ending_ = true;
         self->out_.Stop();
-        beast::error_code ignored;
-        self->stream_.socket().close(ignored);
+        boost::system::error_code ignored;
+        self->socket_.close(ignored);
       });
 }
 
@@ -94,7 +92,7 @@ void AgentStream::AnnounceSubscriptions() {
 }
 
 void AgentStream::PostEvent(uint64_t event_id, std::string message) {
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), event_id,
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), event_id,
                                                message = std::move(message)] {
     if (self->ending_) {
       return;
@@ -113,7 +111,7 @@ void AgentStream::PostEvent(uint64_t event_id, std::string message) {
 }
 
 void AgentStream::PostOpened() {
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->ending_ || !self->listen_ || self->acknowledged_) {
       return;
     }
@@ -127,7 +125,7 @@ void AgentStream::PostNotice(std::string message) {
 }
 
 void AgentStream::PostReannounce(size_t shard) {
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this(), shard] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
     if (!self->ending_ && self->stream_id_ != 0 &&
         !self->services_.ended.Contains(self->session_) &&
         self->services_.router.ShardOf(self->account_) == shard) {
@@ -141,7 +139,7 @@ void AgentStream::PostReannounce(size_t shard) {
 }
 
 void AgentStream::PostSessionEnded(std::string session) {
-  GatheredPosts::Post(stream_.get_executor(),
+  GatheredPosts::Post(socket_.get_executor(),
                       [self = shared_from_this(), session = std::move(session)] {
     if (self->session_ == session) {
       self->End();
@@ -150,7 +148,7 @@ void AgentStream::PostSessionEnded(std::string session) {
 }
 
 void AgentStream::PostEnd(std::string reason) {
-  GatheredPosts::Post(stream_.get_executor(),
+  GatheredPosts::Post(socket_.get_executor(),
                       [self = shared_from_this(), reason = std::move(reason)] { self->End(reason); });
 }
 
@@ -159,7 +157,7 @@ void AgentStream::PostRevoked(const Revocation& revoked) {
       (revoked.token_sha256.empty() || revoked.token_sha256 != token_sha256_)) {
     return;  // another's: not even a post (every stream hears every revocation)
   }
-  GatheredPosts::Post(stream_.get_executor(), [self = shared_from_this()] {
+  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this()] {
     self->End("the token was revoked: sign in again");
   });
 }
@@ -182,8 +180,8 @@ void AgentStream::OnResponseWritten(AfterResponse) {
   // The peer watch holds the read side: stop it, then close (in its handler).
   ended_ = true;
   closing_ = true;
-  beast::error_code ignored;
-  stream_.socket().cancel(ignored);
+  boost::system::error_code ignored;
+  socket_.cancel(ignored);
 }
 
 void AgentStream::OnWriteFailed() {

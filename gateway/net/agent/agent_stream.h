@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include <boost/beast/core.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include "gateway/core/listen_filter.h"
 #include "gateway/net/gateway_state.h"
@@ -29,7 +29,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   // listen: a 2026-07-28 subscriptions/listen stream (its session is the
   // relay's own, for the router's fan-out), with what it asked to hear.
   // token_sha256: the bearer's SHA-256 (hex), so that its revocation ends the stream.
-  AgentStream(boost::beast::tcp_stream&& stream, const StreamServices& services,
+  AgentStream(boost::asio::ip::tcp::socket&& socket, const StreamServices& services,
               ConnectionSlot slot, std::string account, std::string role, std::string session,
               std::string token_sha256, std::optional<ListenFilter> listen = std::nullopt);
 
@@ -75,7 +75,9 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   // A listen stream's resources, subscribed at the router before it opens.
   void AnnounceSubscriptions();
 
-  boost::beast::tcp_stream stream_;
+  // A plain socket, not the Beast stream that read the GET: a stream has no use for Beast's
+  // three timers (some 500 bytes per stream, tens of thousands of streams per gateway).
+  boost::asio::ip::tcp::socket socket_;
   const StreamServices& services_;
   ConnectionSlot slot_;
   const std::string account_;

@@ -42,7 +42,7 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
       in_(stream_, *this,
           {absl::ToChronoMilliseconds(state.options.header_timeout),
            absl::ToChronoMilliseconds(state.options.idle_timeout)}),
-      out_(stream_, *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
+      out_(stream_.socket(), *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)),
       timer_(stream_.get_executor()), round_timer_(stream_.get_executor()) {}
 
@@ -122,10 +122,7 @@ void HttpSession::OnHeader() {
     case GateDecision::Kind::kTab:
       state_.metrics.http_requests.Add();
       // The tab session takes the connection over; this one ends here.
-      stream_.expires_never();
-      phase_ = Phase::kClosed;
-      out_.Stop();
-      std::make_shared<TabSession>(stream_.release_socket(), state_.ForTab(), std::move(slot_))
+      std::make_shared<TabSession>(HandOver(), state_.ForTab(), std::move(slot_))
           ->Run(ws_key.value_or(""));
       return;
     case GateDecision::Kind::kMetadata:
@@ -134,8 +131,12 @@ void HttpSession::OnHeader() {
       state_.metrics.http_requests.Add();
       // The bearer is checked before the body is read: an unauthenticated
       // client never gets to upload 4 MiB.
-      return admission_.Check(in_.Header(http::field::authorization).value_or(""),
-                              [this] { return ClientAddress(); });
+      admission_.Check(in_.Header(http::field::authorization).value_or(""),
+                       [this] { return ClientAddress(); });
+      if (admission_.pending()) {
+        in_.ReleaseIdleBuffer();
+      }
+      return;
   }
 }
 
@@ -301,12 +302,17 @@ void HttpSession::OpenStream(const std::string& session) {
     }
   }
   // The stream takes the connection over; this session ends here.
+  std::make_shared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
+                                headers_.role, session, BearerSha256())
+      ->Run(last_event_id);
+}
+
+asio::ip::tcp::socket HttpSession::HandOver() {
   phase_ = Phase::kClosed;
   StopTimer();
   out_.Stop();
-  std::make_shared<AgentStream>(std::move(stream_), state_.ForStream(), std::move(slot_), account_,
-                                headers_.role, session, BearerSha256())
-      ->Run(last_event_id);
+  stream_.expires_never();
+  return stream_.release_socket();
 }
 
 // ------------------------------------------------------------------ timer --

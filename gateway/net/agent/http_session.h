@@ -72,6 +72,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void AddBatchAnswer(std::string body, const nlohmann::json& id);
   // Answers a batch's messages one after the other, then all at once.
   void RunBatch();
+  // The connection goes to a session of another kind (a tab's, a stream's): this one ends,
+  // and the socket leaves Beast's stream (whose timers the others have no use for).
+  boost::asio::ip::tcp::socket HandOver();
   void OpenStream(const std::string& session);
   void OpenListen(ListenPlan plan);
 

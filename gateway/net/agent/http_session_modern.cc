@@ -29,10 +29,7 @@ void HttpSession::OpenListen(ListenPlan plan) {
   // stream only; it ends with the stream.
   std::string session = absl::StrCat("l.", headers_.token_key, ".", state_.gateway_id, ".",
                                      state_.calls_started.fetch_add(1) + 1);
-  phase_ = Phase::kClosed;
-  StopTimer();
-  out_.Stop();
-  std::make_shared<AgentStream>(std::move(stream_), state_.ForStream(), std::move(slot_), account_,
+  std::make_shared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
                                 headers_.role, std::move(session), BearerSha256(),
                                 std::move(plan.filter))
       ->Run(0);

@@ -150,6 +150,12 @@ void RequestReader::Watch() {
   }
 }
 
+void RequestReader::ReleaseIdleBuffer() {
+  if (!read_in_flight_) {
+    buffer_.shrink_to_fit();
+  }
+}
+
 void RequestReader::ReadSome() {
   if (read_in_flight_) {
     return;
@@ -170,7 +176,7 @@ void RequestReader::OnBytes(beast::error_code ec, size_t bytes) {
   switch (std::exchange(wait_, Wait::kNone)) {
     case Wait::kClosing:
       if (!ec || ec == asio::error::operation_aborted) {
-        CloseLingering(stream_, owner_.KeepAlive());
+        CloseLingering(stream_.socket(), owner_.KeepAlive());
       }
       return;
     case Wait::kFirstBytes:
@@ -199,7 +205,7 @@ void RequestReader::Close() {
     return;
   }
   wait_ = Wait::kNone;
-  CloseLingering(stream_, owner_.KeepAlive());
+  CloseLingering(stream_.socket(), owner_.KeepAlive());
 }
 
 std::optional<std::string> RequestReader::Header(http::field field) const {

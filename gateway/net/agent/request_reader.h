@@ -66,6 +66,10 @@ class RequestReader {
   // While a call lasts: notice the peer going away (OnPeerGone). Stops by
   // itself when the peer sends bytes ahead (kept for the next request).
   void Watch();
+  // Nothing will be read for a while (authsvc is asked about the bearer): the read buffer
+  // shrinks to what it holds (nothing, after a GET's head). When a restarted gateway's agents
+  // all come back at once, thousands of connections wait here.
+  void ReleaseIdleBuffer();
   // The connection ends: once no read is in flight, CloseLingering.
   void Close();
 

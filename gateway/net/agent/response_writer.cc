@@ -11,14 +11,13 @@
 namespace relay::gateway {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 
-ResponseWriter::ResponseWriter(beast::tcp_stream& stream, WriterOwner& owner,
+ResponseWriter::ResponseWriter(asio::ip::tcp::socket& socket, WriterOwner& owner,
                                std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
                                std::chrono::milliseconds write_timeout)
-    : stream_(stream), owner_(owner), sse_keepalive_(sse_keepalive), out_(max_queued_bytes),
-      keepalive_timer_(stream.get_executor()), write_timeout_(write_timeout),
-      write_timer_(stream.get_executor()) {}
+    : socket_(socket), owner_(owner), sse_keepalive_(sse_keepalive), out_(max_queued_bytes),
+      keepalive_timer_(socket.get_executor()), write_timeout_(write_timeout),
+      write_timer_(socket.get_executor()) {}
 
 void ResponseWriter::Respond(int status, absl::string_view content_type, absl::string_view body,
                              absl::string_view extra_headers, bool keep_alive) {
@@ -57,15 +56,15 @@ void ResponseWriter::Stop() {
 
 void ResponseWriter::Fail() {
   Stop();
-  beast::error_code ignored;
-  stream_.socket().close(ignored);
+  boost::system::error_code ignored;
+  socket_.close(ignored);
   owner_.OnWriteFailed();
 }
 
 void ResponseWriter::WatchWrites() {
   watching_writes_ = true;
   write_timer_.expires_at(write_moved_ + write_timeout_);
-  write_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+  write_timer_.async_wait([this, owner = owner_.KeepAlive()](boost::system::error_code ec) {
     watching_writes_ = false;
     if (ec || stopped_ || !out_.writing()) {
       return;  // stopped, or nothing in flight: the next write arms it again
@@ -82,7 +81,7 @@ void ResponseWriter::WatchWrites() {
 
 void ResponseWriter::ScheduleKeepAlive() {
   keepalive_timer_.expires_after(sse_keepalive_);
-  keepalive_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+  keepalive_timer_.async_wait([this, owner = owner_.KeepAlive()](boost::system::error_code ec) {
     if (ec || !sse_ || stopped_) {
       return;
     }
@@ -118,20 +117,20 @@ void ResponseWriter::DoWrite() {
   }
   // Asks before each send how much is left: a large answer to a slow client
   // shows its headway as it goes.
-  auto moved = [this, sent = size_t{0}](const beast::error_code& ec, size_t bytes) mutable {
+  auto moved = [this, sent = size_t{0}](const boost::system::error_code& ec, size_t bytes) mutable {
     if (bytes != sent) {
       sent = bytes;
       write_moved_ = std::chrono::steady_clock::now();
     }
     return asio::transfer_all()(ec, bytes);
   };
-  asio::async_write(stream_.socket(), buffers, std::move(moved),
-                    [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t bytes) {
+  asio::async_write(socket_, buffers, std::move(moved),
+                    [this, owner = owner_.KeepAlive()](boost::system::error_code ec, size_t bytes) {
                       OnWrite(ec, bytes);
                     });
 }
 
-void ResponseWriter::OnWrite(beast::error_code ec, size_t) {
+void ResponseWriter::OnWrite(boost::system::error_code ec, size_t) {
   out_.Written();
   if (stopped_) {
     return;
@@ -155,34 +154,52 @@ size_t MaxQueuedBytes(const GatewayOptions& options) {
 
 namespace {
 
+// What a lingering close holds: its deadline and the connection's owner (and so its socket).
 struct Linger {
-  std::array<char, 16 * 1024> buffer;
-  std::chrono::steady_clock::time_point until;
+  explicit Linger(const asio::any_io_executor& executor) : deadline(executor) {}
+  asio::steady_timer deadline;
   std::shared_ptr<void> owner;
 };
 
-void ReadAndDrop(beast::tcp_stream& stream, std::shared_ptr<Linger> linger) {
-  // One deadline for all the reads: a client that keeps sending cannot hold
-  // the connection.
-  stream.expires_at(linger->until);
-  Linger& state = *linger;
-  stream.async_read_some(asio::buffer(state.buffer),
-                         [&stream, linger = std::move(linger)](beast::error_code ec, size_t) {
-                           if (!ec) {
-                             ReadAndDrop(stream, std::move(linger));
-                           }
-                         });
+void DrainUntilClosed(asio::ip::tcp::socket& socket, std::shared_ptr<Linger> linger) {
+  socket.async_wait(asio::ip::tcp::socket::wait_read,
+                    [&socket, linger](boost::system::error_code ec) mutable {
+                      if (ec) {
+                        return;  // the deadline cancelled the wait
+                      }
+                      std::array<char, 16 * 1024> dropped;
+                      for (;;) {
+                        socket.read_some(asio::buffer(dropped), ec);
+                        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                          return DrainUntilClosed(socket, std::move(linger));
+                        }
+                        if (ec) {
+                          // The peer closed (or reset): nothing is left to protect.
+                          linger->deadline.cancel();
+                          return;
+                        }
+                      }
+                    });
 }
 
 }  // namespace
 
-void CloseLingering(beast::tcp_stream& stream, std::shared_ptr<void> owner) {
-  beast::error_code ignored;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-  auto linger = std::make_shared<Linger>();
-  linger->until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+void CloseLingering(asio::ip::tcp::socket& socket, std::shared_ptr<void> owner) {
+  boost::system::error_code ignored;
+  socket.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  socket.non_blocking(true, ignored);
+  auto linger = std::make_shared<Linger>(socket.get_executor());
   linger->owner = std::move(owner);
-  ReadAndDrop(stream, std::move(linger));
+  // One deadline for all the reads: a client that keeps sending cannot hold the connection.
+  // Its handler holds the linger too, so the socket outlives whichever handler runs last.
+  linger->deadline.expires_after(std::chrono::seconds(2));
+  linger->deadline.async_wait([&socket, linger](boost::system::error_code ec) {
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket.cancel(ignored);
+    }
+  });
+  DrainUntilClosed(socket, std::move(linger));
 }
 
 }  // namespace relay::gateway

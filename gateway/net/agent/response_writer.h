@@ -6,8 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include "absl/strings/string_view.h"
 #include "gateway/core/http_framing.h"
@@ -40,7 +40,7 @@ class ResponseWriter {
  public:
   // A write that makes no headway for write_timeout (the client takes no
   // bytes) ends the connection (OnWriteFailed).
-  ResponseWriter(boost::beast::tcp_stream& stream, WriterOwner& owner,
+  ResponseWriter(boost::asio::ip::tcp::socket& socket, WriterOwner& owner,
                  std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
                  std::chrono::milliseconds write_timeout);
 
@@ -61,7 +61,7 @@ class ResponseWriter {
  private:
   void Enqueue(std::string bytes);
   void DoWrite();
-  void OnWrite(boost::beast::error_code ec, size_t bytes);
+  void OnWrite(boost::system::error_code ec, size_t bytes);
   void ScheduleKeepAlive();
   // Armed while writes are in flight, at most once per write_timeout_ (not
   // once per write): a write in flight must move within write_timeout_ of
@@ -69,7 +69,7 @@ class ResponseWriter {
   void WatchWrites();
   void Fail();
 
-  boost::beast::tcp_stream& stream_;
+  boost::asio::ip::tcp::socket& socket_;
   WriterOwner& owner_;
   const std::chrono::milliseconds sse_keepalive_;
   OutputQueue out_;
@@ -93,7 +93,10 @@ size_t MaxQueuedBytes(const GatewayOptions& options);
 // reads and drops what the peer still sends for up to two seconds, because
 // closing with unread input makes the kernel send a reset that can destroy an
 // answer (a 413, a 401) before the client reads it. Nothing else may read the
-// stream meanwhile; owner is held until the reads end.
-void CloseLingering(boost::beast::tcp_stream& stream, std::shared_ptr<void> owner);
+// socket meanwhile; owner (which holds the socket) is held until the peer has
+// closed or the two seconds are over. A lingering connection holds no read
+// buffer: it waits for readability and drains into the stack (a storm of
+// connections closing after their answers lingers by the thousand).
+void CloseLingering(boost::asio::ip::tcp::socket& socket, std::shared_ptr<void> owner);
 
 }  // namespace relay::gateway
