@@ -31,8 +31,9 @@ struct Revocation {
 using RevocationListener = std::function<void(const Revocation&)>;
 
 // The gateway's view of authsvc. Implementations are thread-safe; callbacks
-// run on an arbitrary thread (a gRPC callback thread) and must only post work
-// to the caller's executor.
+// run on an arbitrary thread (a gRPC callback thread, or the caller's own
+// inside VerifyToken or RedeemTicket when the call is refused at once) and must
+// only post work to the caller's executor.
 class AuthClient {
  public:
   using Callback = std::function<void(AuthVerdict)>;

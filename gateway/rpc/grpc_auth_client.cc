@@ -225,6 +225,9 @@ class GrpcAuthClient final : public AuthClient {
           (*start)(std::move(*shared_done));
         },
         [shared_done] { (*shared_done)(AuthVerdict{}); }, common::MonotonicNow()};
+    if (Stopping()) {
+      return call.refuse();  // the destructor waits for the calls it has seen, not a new one
+    }
     switch (gate_.Enter(call)) {
       case CallGate::Entry::kStartNow:
         return call.start();

@@ -164,21 +164,29 @@ struct Linger {
 void DrainUntilClosed(asio::ip::tcp::socket& socket, std::shared_ptr<Linger> linger) {
   socket.async_wait(asio::ip::tcp::socket::wait_read,
                     [&socket, linger](boost::system::error_code ec) mutable {
-                      if (ec) {
-                        return;  // the deadline cancelled the wait
-                      }
-                      std::array<char, 16 * 1024> dropped;
-                      for (;;) {
-                        socket.read_some(asio::buffer(dropped), ec);
-                        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                      if (!ec) {
+                        // A few reads per wake, then wait again: a client that sends as fast
+                        // as it can must not keep this thread (or pass the deadline).
+                        std::array<char, 16 * 1024> dropped;
+                        for (int reads = 0; reads < 4; ++reads) {
+                          socket.read_some(asio::buffer(dropped), ec);
+                          if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                            return DrainUntilClosed(socket, std::move(linger));
+                          }
+                          if (ec) {
+                            break;
+                          }
+                        }
+                        if (!ec) {
                           return DrainUntilClosed(socket, std::move(linger));
                         }
-                        if (ec) {
-                          // The peer closed (or reset): nothing is left to protect.
-                          linger->deadline.cancel();
-                          return;
-                        }
                       }
+                      // The peer closed or reset, the socket was closed already, or the
+                      // deadline closed it: nothing is left to protect. The socket goes now,
+                      // whoever still holds the owner.
+                      linger->deadline.cancel();
+                      boost::system::error_code ignored;
+                      socket.close(ignored);
                     });
 }
 
@@ -196,7 +204,7 @@ void CloseLingering(asio::ip::tcp::socket& socket, std::shared_ptr<void> owner) 
   linger->deadline.async_wait([&socket, linger](boost::system::error_code ec) {
     if (!ec) {
       boost::system::error_code ignored;
-      socket.cancel(ignored);
+      socket.close(ignored);  // the pending wait ends (aborted) and lets go
     }
   });
   DrainUntilClosed(socket, std::move(linger));

@@ -90,5 +90,20 @@ TEST(CloseLingeringTest, AClientThatNeverClosesIsLetGo) {
   EXPECT_EQ(ec, asio::error::eof);
 }
 
+// A connection whose socket was closed already (a timeout, a failed write) is let go at once,
+// not held until the deadline: only the handlers that are ready run here, never the timer's.
+TEST(CloseLingeringTest, AnAlreadyClosedSocketIsLetGoAtOnce) {
+  Pair pair;
+  pair.server->socket.close();
+  std::weak_ptr<Connection> gone = pair.server;
+  tcp::socket& socket = pair.server->socket;
+  CloseLingering(socket, std::move(pair.server));
+  for (int i = 0; i < 10 && !gone.expired(); ++i) {
+    pair.io.restart();
+    pair.io.poll();
+  }
+  EXPECT_TRUE(gone.expired()) << "held until the deadline";
+}
+
 }  // namespace
 }  // namespace relay::gateway
