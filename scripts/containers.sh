@@ -64,7 +64,10 @@ serve() {
   mkdir -p "$(dirname "$socket")"
   rm -f "$socket"
   say "starting podman's API on $socket"
-  nohup podman system service --time=0 "unix://$socket" >/var/log/podman-service.log 2>&1 &
+  # Started from /: the service outlives this script, and if its working directory were this
+  # checkout, deleting the checkout would break every later container start ("write child:
+  # broken pipe" from runc), for any checkout.
+  env -C / nohup podman system service --time=0 "unix://$socket" </dev/null >/var/log/podman-service.log 2>&1 &
   for _ in $(seq 100); do
     curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1 && return
     sleep 0.1
