@@ -3,14 +3,18 @@
 // 2026-07-28 listen streams, each of its own account (a second tab of one account would
 // displace the first). They arrive in batches of 100, or all at once as a restarted gateway's
 // tabs do. Prints the gateway's resident memory per connection, its high-water mark during the
-// arrival, and the trickle's p50/p99 with the gateway empty and full, with the bars beside them.
+// arrival, and the trickle's p50/p99 with the gateway empty and full, and the p99 of the same
+// trickle through a second gateway of the stack, empty (the control), with the bars beside them.
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { initialize, makeAccounts, node, nodeEnv, openLoop, rssKiB, startEchoTab, stallText } from './lib.mjs';
 
 const kTrickleRate = 200;  // calls/s through the gateway while it fills
 const kTrickleSeconds = 5;
+// Trickles through the full gateway and through the control, in turns; the median p99 of each.
+const kTurns = Number(process.env.BENCH_TURNS ?? 5);
 const kBarKiB = 3;
 const kBarP99 = 1.2;
 // BENCH_KINDS=tab (or get, listen, or a comma-separated few) fills the gateway with those kinds
@@ -36,20 +40,31 @@ async function gatewayCounts(gw) {
   return { tabs: kind('tab'), streams: kind('agent_stream') };
 }
 
+// Of several trickles' figures, the one with the median p99.
+const medianByP99 = (runs) => [...runs].sort((a, b) => a.p99_ms - b.p99_ms)[Math.floor(runs.length / 2)];
+
 // One gateway, filled with total idle connections arriving in batches (batch 100) or at once
 // (batch 0). Returns the figures.
-async function fill(total, batch) {
+export async function fill(total, batch) {
   const per = Math.floor(total / 3);
-  const stack = await startStack({ gateways: 1, users: ['bench'] });
+  // The second gateway is the control: the same binary and options, empty, on the same machine
+  // at the same moment, with a trickle of its own (docs/decisions.md, "The trickle's control").
+  const stack = await startStack({ gateways: 2, users: ['bench', 'control'], secondGatewayThreads: 1 });
   const holders = [];
   try {
-    const gw = stack.gateways[0];
+    const [gw, controlGw] = stack.gateways;
     const pid = gw.child.pid;
-    const token = await stack.mintToken('bench');
-    holders.push(await startEchoTab('echo tab', gw.wsUrl, await stack.ticket('bench')));
-    const system = { url: gw.url, token, sid: await initialize(gw.url, token) };
+    const trickleTo = async (g, user) => {
+      const token = await stack.mintToken(user);
+      holders.push(await startEchoTab(`${user} echo tab`, g.wsUrl, await stack.ticket(user)));
+      return { url: g.url, token, sid: await initialize(g.url, token) };
+    };
+    const system = await trickleTo(gw, 'bench');
+    const control = await trickleTo(controlGw, 'control');
+    const echoTabs = holders.length;
     const accounts = makeAccounts(stack, per, 'c');
-    await openLoop(system, kTrickleRate, 1);  // warm the path
+    await openLoop(system, kTrickleRate, 1);  // warm the paths
+    await openLoop(control, kTrickleRate, 1);
     const empty = await openLoop(system, kTrickleRate, kTrickleSeconds);
     const rssEmpty = rssKiB(pid);
 
@@ -62,11 +77,16 @@ async function fill(total, batch) {
     const started = Date.now();
     for (const kind of kinds) {
       const credentials = accounts.map((a) => (kind === 'tab' ? a.ticket : a.token)).join('\n') + '\n';
-      holders.push(startProcess(`hold ${kind}`, node, [join(repoRoot, 'bench', 'hold.mjs'), kind, gw.url, String(batch)], { env: nodeEnv, stdin: credentials }));
+      const holder = startProcess(`hold ${kind}`, node, [join(repoRoot, 'bench', 'hold.mjs'), kind, gw.url, String(batch)], { env: nodeEnv, stdin: credentials });
+      // The holders stand for browsers on other machines: they get what the cores leave, and a
+      // keep-alive that wakes one does not preempt the trickle's processes (docs/decisions.md,
+      // "The trickle's control").
+      setPriority(holder.child.pid, 19);
+      holders.push(holder);
     }
     // All at once, some tabs outlive their ticket (60 s) while the host API redeems the others:
     // the page would fetch a new one; here they are counted as given up.
-    const held = await Promise.race([Promise.all(holders.slice(1).map((h) => heldBy(h, batch === 0))), died]);
+    const held = await Promise.race([Promise.all(holders.slice(echoTabs).map((h) => heldBy(h, batch === 0))), died]);
     arriving = false;
     const arrivalMs = Date.now() - started;
     const [tabs, gets, listens] = ['tab', 'get', 'listen'].map((k) => (kinds.includes(k) ? Number(held[kinds.indexOf(k)][1]) : 0));
@@ -76,13 +96,20 @@ async function fill(total, batch) {
     }, 'the gateway to count every connection', 60000);
     clearInterval(sampler);
     peak = Math.max(peak, rssKiB(pid));
-    const full = await openLoop(system, kTrickleRate, kTrickleSeconds);
+    // The full gateway and the control in turns, so that both meet the machine as it is.
+    const fulls = [];
+    const controls = [];
+    for (let i = 0; i < kTurns; i++) {
+      fulls.push(await openLoop(system, kTrickleRate, kTrickleSeconds));
+      controls.push(await openLoop(control, kTrickleRate, kTrickleSeconds));
+    }
     const rssFull = rssKiB(pid);
     const total = tabs + gets + listens;
     return {
       total, batch, arrivalMs, attempts: held.reduce((a, m) => a + Number(m[3]), 0),
       givenUp: held.reduce((a, m) => a + Number(m[4]), 0),
-      rssEmpty, rssFull, peak, empty, full,
+      rssEmpty, rssFull, peak, empty, full: medianByP99(fulls), control: medianByP99(controls),
+      turns: fulls.map((f, i) => `${f.p99_ms.toFixed(1)}/${controls[i].p99_ms.toFixed(1)}`).join(', '),
       perConnection: (rssFull - rssEmpty) / total,
     };
   } finally {
@@ -108,14 +135,15 @@ export function memoryChart(rows) {
 
 export async function connections(levels) {
   const most = mostConnections();
-  console.log(`connections per gateway: a third tabs, a third GET streams, a third listen streams, each of its own account; a trickle of ${kTrickleRate} calls/s through the same gateway to a tab on it (${kTrickleSeconds} s, empty and full). A process here may hold ${openFileLimit()} descriptors, so one gateway is filled to ${most} at most.\n`);
+  console.log(`connections per gateway: a third tabs, a third GET streams, a third listen streams, each of its own account; a trickle of ${kTrickleRate} calls/s through the same gateway to a tab on it (${kTrickleSeconds} s empty; full, ${kTurns} times in turn with the same trickle through a second, empty gateway of the same stack: the control, which meets the same machine). A process here may hold ${openFileLimit()} descriptors, so one gateway is filled to ${most} at most.\n`);
   const rows = [];
   for (const level of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
     for (const batch of [100, 0]) {
       const r = await fill(level, batch);
+      if (r.control.errors || r.control.non200) throw new Error(`the control's trickle failed: ${JSON.stringify(r.control)}`);
       rows.push(r);
       const how = batch ? 'in batches of 100' : 'all at once';
-      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up: tabs whose ticket expired meanwhile` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.empty.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]; full: ${stallText(r.full)})${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}`);
+      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up: tabs whose ticket expired meanwhile` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}`);
     }
   }
   console.log(`\n${memoryChart(rows)}`);

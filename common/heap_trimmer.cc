@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/log.h"
@@ -10,6 +11,10 @@
 namespace relay::common {
 
 namespace {
+
+// While nothing changes, the free memory is read once in this many periods (a minute at the
+// services' 2 s).
+constexpr int kLongestTicks = 32;
 
 int64_t ResidentBytes() {
   long pages_total = 0;
@@ -25,17 +30,34 @@ int64_t ResidentBytes() {
 
 }  // namespace
 
+bool TrimPolicy::ShouldLook(int64_t resident_bytes) {
+  ++ticks_since_look_;
+  int64_t moved = resident_bytes - resident_at_look_;
+  bool moving = !started_ || static_cast<size_t>(moved < 0 ? -moved : moved) >= threshold_;
+  if (!moving && ticks_since_look_ < ticks_between_looks_) {
+    return false;
+  }
+  // While memory moves, a burst may be under way or ending: look on every tick.
+  ticks_between_looks_ = moving ? 1 : ticks_between_looks_;
+  resident_at_look_ = resident_bytes;
+  ticks_since_look_ = 0;
+  return true;
+}
+
 bool TrimPolicy::ShouldTrim(size_t free_bytes) {
   if (!started_ || free_bytes < low_) {
     started_ = true;
     low_ = free_bytes;
   }
   if (free_bytes - low_ < threshold_) {
+    // Nothing to give back: look half as often until something moves.
+    ticks_between_looks_ = std::min(2 * ticks_between_looks_, longest_ticks_);
     return false;
   }
   // Trimming leaves the chunks free in the allocator's books (only their pages go back):
   // from here, what counts is growth beyond this level.
   low_ = free_bytes;
+  ticks_between_looks_ = 1;
   return true;
 }
 
@@ -56,8 +78,11 @@ HeapTrimmer::~HeapTrimmer() {
 }
 
 void HeapTrimmer::Run(absl::Duration period, size_t threshold) {
-  TrimPolicy policy(threshold);
+  TrimPolicy policy(threshold, kLongestTicks);
   while (!stop_.WaitForNotificationWithTimeout(period)) {
+    if (!policy.ShouldLook(ResidentBytes())) {
+      continue;
+    }
     size_t free_bytes = AllocatorFreeBytes();
     if (policy.ShouldTrim(free_bytes)) {
       int64_t released = TrimHeap();
