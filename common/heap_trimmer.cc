@@ -37,7 +37,10 @@ bool TrimPolicy::ShouldLook(int64_t resident_bytes) {
   if (!moving && ticks_since_look_ < ticks_between_looks_) {
     return false;
   }
-  // While memory moves, a burst may be under way or ending: look on every tick.
+  // While memory moves, a burst is under way (or a trim just gave memory back): look on
+  // every tick, so that what it frees when it ends is found within a few ticks. Connections
+  // that stay for long and then all leave do not move resident memory; the backed-off looks
+  // find what they freed, within longest_ticks.
   ticks_between_looks_ = moving ? 1 : ticks_between_looks_;
   resident_at_look_ = resident_bytes;
   ticks_since_look_ = 0;

@@ -18,10 +18,12 @@ namespace relay::common {
 // Reading the free memory is not free: mallinfo2 walks every free chunk under the arena's lock,
 // and after a storm of 19,000 connections that took 7.5–9.5 ms, during which the I/O thread's
 // allocations wait (it lengthened the tail of every call; docs/decisions.md, "The trickle's
-// control"). So the policy looks at the free memory on a tick only while resident memory
-// moves (by `threshold` since the last look) or a trim was just made; while nothing changes it
-// looks half as often each time, down to once in `longest_ticks`. Plain class; HeapTrimmer
-// runs it once a period.
+// control"). So the policy looks at the free memory on every tick only while resident memory
+// moves (by `threshold` since the last look, up or down) or a trim was just made; while nothing
+// changes it looks half as often each time, down to once in `longest_ticks`. A storm that ends
+// soon after it arrived is trimmed within a few ticks; connections held for long that then
+// all leave (resident memory does not move when they are freed) within `longest_ticks`.
+// Plain class; HeapTrimmer runs it once a period.
 class TrimPolicy {
  public:
   TrimPolicy(size_t threshold, int longest_ticks)

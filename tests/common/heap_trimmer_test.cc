@@ -83,6 +83,26 @@ TEST(TrimPolicy, LooksOnTheNextTickAfterATrim) {
   EXPECT_TRUE(policy.ShouldLook(100 * kMiB));
 }
 
+TEST(TrimPolicy, AFallOfResidentMemoryIsAMoveToo) {
+  TrimPolicy policy(4 * kMiB, 8);
+  ASSERT_EQ(LooksWhileSteady(policy, 39).back(), 39);
+  // Less than the threshold, either way, is no move: the policy keeps its backed-off pace.
+  EXPECT_FALSE(policy.ShouldLook(97 * kMiB));
+  EXPECT_FALSE(policy.ShouldLook(103 * kMiB));
+  // A fall by the threshold (memory given back by a large free) is.
+  EXPECT_TRUE(policy.ShouldLook(96 * kMiB));
+}
+
+TEST(TrimPolicy, SlowDriftCountsFromTheLastLook) {
+  TrimPolicy policy(4 * kMiB, 8);
+  ASSERT_EQ(LooksWhileSteady(policy, 39).back(), 39);
+  // 1 MiB a tick: the fourth tick has moved 4 MiB since the look at tick 39.
+  EXPECT_FALSE(policy.ShouldLook(101 * kMiB));
+  EXPECT_FALSE(policy.ShouldLook(102 * kMiB));
+  EXPECT_FALSE(policy.ShouldLook(103 * kMiB));
+  EXPECT_TRUE(policy.ShouldLook(104 * kMiB));
+}
+
 // What a burst leaves: many small blocks freed between a few that stay. The trim gives the
 // pages between the survivors back.
 TEST(TrimHeap, GivesBackThePagesABurstFreed) {
