@@ -40,15 +40,31 @@ void RequestReader::ReadNext() {
   // Nothing yet: wait for the first bytes, a keep-alive connection for
   // --idle_timeout, a new one only for --header_timeout.
   wait_ = Wait::kFirstBytes;
-  idle_timer_.expires_after(std::exchange(first_request_, false) ? timeouts_.header
-                                                                 : timeouts_.idle);
+  const bool first = std::exchange(first_request_, false);
+  idle_timer_.expires_after(first ? timeouts_.header : timeouts_.idle);
   idle_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
     if (!ec && wait_ == Wait::kFirstBytes) {
       beast::error_code ignored;
       stream_.socket().cancel(ignored);  // OnBytes: the peer is gone
     }
   });
+  if (first) {
+    return AwaitFirstBytes();
+  }
   ReadSome();  // nothing to do if the last call's watch is still reading
+}
+
+void RequestReader::AwaitFirstBytes() {
+  // A new connection waits for its request holding no buffer: when a restarted gateway's tabs
+  // and agents come back at once, thousands are accepted before their bytes are read, and a
+  // 4 KiB read prepared for each was most of the storm's high-water mark, and of what stayed
+  // resident between the connections that stay (docs/decisions.md, "A new connection waits
+  // without a buffer"). The header's read, once bytes are there, sizes its buffer to them.
+  read_in_flight_ = true;
+  stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
+                              [this, owner = owner_.KeepAlive()](beast::error_code ec) {
+                                OnBytes(ec, 0);
+                              });
 }
 
 void RequestReader::ReadHeaderBytes() {

@@ -89,6 +89,8 @@ class RequestReader {
 
   void ReadHeaderBytes();
   void ReadSome();
+  // The first request's wait: readability, no read prepared.
+  void AwaitFirstBytes();
   void OnBytes(boost::beast::error_code ec, size_t bytes);
   void Discard(uint64_t remaining);
   void ReadBodySome();
