@@ -25,6 +25,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON >
 # Unit tests whose failure is memory misuse that only the sanitizers see run here too.
 if ! cmake --build build-asan -j2 --target relay-gateway relay-router relay-authsvc relayctl \
     gateway_tab_writer_test gateway_tab_reader_test gateway_close_lingering_test common_link_endpoint_test common_link_socket_test relay_in_process_test \
+    common_slab_pool_test \
     >build-asan/build.log 2>&1; then
   tail -n 60 build-asan/build.log
   echo "test: the sanitizer build failed; the whole log is build-asan/build.log"
@@ -36,4 +37,4 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:quarantine_size_mb=16
 export UBSAN_OPTIONS=print_stacktrace=1
 ctest --test-dir build-asan --output-on-failure --timeout 900 \
-  -R '^(e2e_|conformance$|gateway_tab_writer_test$|gateway_tab_reader_test$|gateway_close_lingering_test$|common_link_endpoint_test$|common_link_socket_test$|relay_in_process_test$)'
+  -R '^(e2e_|conformance$|gateway_tab_writer_test$|gateway_tab_reader_test$|gateway_close_lingering_test$|common_link_endpoint_test$|common_link_socket_test$|relay_in_process_test$|common_slab_pool_test$)'

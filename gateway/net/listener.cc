@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/slab_pool.h"
 #include "common/log.h"
 #include "gateway/net/agent/http_session.h"
 
@@ -102,7 +103,7 @@ void Listener::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   } else {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<HttpSession>(std::move(socket), state_)->Run();
+    common::MakeSlabShared<HttpSession>(std::move(socket), state_)->Run();
   }
   DoAccept();
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/slab_pool.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -122,7 +123,7 @@ void HttpSession::OnHeader() {
     case GateDecision::Kind::kTab:
       state_.metrics.http_requests.Add();
       // The tab session takes the connection over; this one ends here.
-      std::make_shared<TabSession>(HandOver(), state_.ForTab(), std::move(slot_))
+      common::MakeSlabShared<TabSession>(HandOver(), state_.ForTab(), std::move(slot_))
           ->Run(ws_key.value_or(""));
       return;
     case GateDecision::Kind::kMetadata:
@@ -302,7 +303,7 @@ void HttpSession::OpenStream(const std::string& session) {
     }
   }
   // The stream takes the connection over; this session ends here.
-  std::make_shared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
+  common::MakeSlabShared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
                                 headers_.role, session, BearerSha256())
       ->Run(last_event_id);
 }

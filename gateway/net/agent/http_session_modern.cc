@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/slab_pool.h"
 #include "gateway/core/tab_protocol.h"
 #include "gateway/net/agent/agent_stream.h"
 #include "gateway/net/agent/http_session.h"
@@ -29,7 +30,7 @@ void HttpSession::OpenListen(ListenPlan plan) {
   // stream only; it ends with the stream.
   std::string session = absl::StrCat("l.", headers_.token_key, ".", state_.gateway_id, ".",
                                      state_.calls_started.fetch_add(1) + 1);
-  std::make_shared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
+  common::MakeSlabShared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
                                 headers_.role, std::move(session), BearerSha256(),
                                 std::move(plan.filter))
       ->Run(0);
