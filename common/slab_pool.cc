@@ -2,18 +2,12 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cassert>
+#include <cstdlib>
 #include <new>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RELAY_SLAB_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define RELAY_SLAB_ASAN 1
-#endif
-#ifdef RELAY_SLAB_ASAN
+#ifdef RELAY_SLAB_SANITIZED
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/lsan_interface.h>
 #define RELAY_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
@@ -47,13 +41,17 @@ constexpr size_t kAlign = 16;
 constexpr size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 constexpr size_t kHeaderBytes = 64;  // a Block, rounded to a cache line
 
+std::atomic<size_t> live_in_all_pools{0};
+
 }  // namespace
 
 SlabPool::SlabPool(size_t slot_bytes)
     : slot_bytes_(RoundUp(slot_bytes < sizeof(void*) ? sizeof(void*) : slot_bytes, kAlign)),
       slots_per_block_((kBlockBytes - kHeaderBytes) / slot_bytes_) {
   static_assert(sizeof(Block) <= kHeaderBytes);
-  assert(slots_per_block_ >= 1);
+  if (slots_per_block_ == 0) {
+    std::abort();  // a slot larger than a block: a programming error (SlabAllocator asserts it)
+  }
 }
 
 SlabPool::~SlabPool() {
@@ -144,6 +142,7 @@ void* SlabPool::Allocate() {
   }
   ++block->live;
   ++live_;
+  live_in_all_pools.fetch_add(1, std::memory_order_relaxed);
   if (Full(block)) {
     Unlink(block);
   }
@@ -159,6 +158,7 @@ void SlabPool::Deallocate(void* slot) {
   RELAY_POISON(slot, slot_bytes_);
   --block->live;
   --live_;
+  live_in_all_pools.fetch_sub(1, std::memory_order_relaxed);
   if (!block->listed) {
     PushFront(block);  // it was full
   }
@@ -169,6 +169,8 @@ void SlabPool::Deallocate(void* slot) {
     UnmapBlock(block);
   }
 }
+
+size_t SlabPool::LiveInAllPools() { return live_in_all_pools.load(std::memory_order_relaxed); }
 
 size_t SlabPool::blocks() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -39,9 +39,9 @@ class AuthClient {
   using Callback = std::function<void(AuthVerdict)>;
   virtual ~AuthClient() = default;
 
-  // A verdict the gateway still keeps for this token (see VerdictMemo), or
-  // nothing: then VerifyToken asks authsvc.
-  virtual std::optional<AuthVerdict> Memoized(const std::string& token) = 0;
+  // A verdict the gateway still keeps for the token with this SHA-256 (hex; see VerdictMemo),
+  // or nothing: then VerifyToken asks authsvc.
+  virtual std::optional<AuthVerdict> Memoized(const std::string& token_sha256) = 0;
   // address is the agent's address, for the host API's brake.
   virtual void VerifyToken(std::string token, std::string address, Callback done) = 0;
   virtual void RedeemTicket(std::string ticket, Callback done) = 0;

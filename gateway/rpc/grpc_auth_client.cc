@@ -96,8 +96,8 @@ class GrpcAuthClient final : public AuthClient {
         this));
   }
 
-  std::optional<AuthVerdict> Memoized(const std::string& token) override {
-    return memo_.Find(common::Sha256Hex(token), common::MonotonicNow());
+  std::optional<AuthVerdict> Memoized(const std::string& token_sha256) override {
+    return memo_.Find(token_sha256, common::MonotonicNow());
   }
 
   void VerifyToken(std::string token, std::string address, Callback done) override {

@@ -87,6 +87,22 @@ TEST(SlabPool, MakeSlabSharedIsAShareablePointerWhoseObjectDiesWithTheLastOwner)
   EXPECT_TRUE(weak.expired());
 }
 
+TEST(SlabPool, MakeSlabSharedTakesASlotThatTheLastWeakPointerGivesBack) {
+#ifdef RELAY_SLAB_SANITIZED
+  GTEST_SKIP() << "on the heap under AddressSanitizer";
+#endif
+  const size_t before = SlabPool::LiveInAllPools();
+  int destroyed = 0;
+  std::shared_ptr<Counted> p = MakeSlabShared<Counted>(&destroyed);
+  EXPECT_EQ(SlabPool::LiveInAllPools(), before + 1);
+  std::weak_ptr<Counted> weak = p;
+  p.reset();
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_EQ(SlabPool::LiveInAllPools(), before + 1);  // the counts live in the slot too
+  weak.reset();
+  EXPECT_EQ(SlabPool::LiveInAllPools(), before);
+}
+
 TEST(SlabPool, TheAllocatorTakesOneObjectFromItsTypesPool) {
   SlabAllocator<Counted> alloc;
   const size_t before = SlabPoolFor<Counted>().live();
@@ -99,7 +115,7 @@ TEST(SlabPool, TheAllocatorTakesOneObjectFromItsTypesPool) {
   EXPECT_EQ(SlabPoolFor<Counted>().live(), before);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef RELAY_SLAB_SANITIZED
 // What an object in a slot points to is not a leak: the leak checker scans the blocks.
 std::unique_ptr<int>* held_at_exit = nullptr;
 TEST(SlabPool, WhatALiveSlotPointsToIsNotALeak) {

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/clock.h"
+#include "common/crypto.h"
 
 namespace relay::gateway {
 
@@ -28,10 +29,11 @@ void AgentAdmission::Check(absl::string_view authorization,
     state_.metrics.unauthorized.Add();
     return owner_.OnRefused(state_.gate.RefuseInvalidToken(/*token_sent=*/false));
   }
-  std::string bearer(token);
-  if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer)) {
+  Digest(token);
+  if (std::optional<AuthVerdict> known = state_.auth->Memoized(bearer_sha256_)) {
     return OnVerdict(*std::move(known), address);
   }
+  std::string bearer(token);
   if (address.empty()) {
     address = client_address();
   }
@@ -45,6 +47,14 @@ void AgentAdmission::Check(absl::string_view authorization,
                             OnVerdict(std::move(verdict), address);
                           });
       });
+}
+
+void AgentAdmission::Digest(absl::string_view bearer) {
+  if (!bearer_sha256_.empty() && common::SecureEquals(bearer, bearer_)) {
+    return;
+  }
+  bearer_.assign(bearer.data(), bearer.size());
+  bearer_sha256_ = common::Sha256Hex(bearer);
 }
 
 void AgentAdmission::OnVerdict(AuthVerdict verdict, const std::string& address) {

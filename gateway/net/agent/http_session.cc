@@ -63,8 +63,7 @@ void HttpSession::ReadNext() {
 }
 
 std::string HttpSession::BearerSha256() const {
-  return common::Sha256Hex(
-      RequestGate::BearerToken(in_.Header(http::field::authorization).value_or("")));
+  return admission_.bearer_sha256();  // of this request's bearer: admitted before a stream opens
 }
 
 std::string HttpSession::ClientAddress() const {

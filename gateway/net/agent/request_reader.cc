@@ -1,6 +1,7 @@
 #include "gateway/net/agent/request_reader.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <utility>
 
@@ -59,7 +60,8 @@ void RequestReader::AwaitFirstBytes() {
   // and agents come back at once, thousands are accepted before their bytes are read, and a
   // 4 KiB read prepared for each was most of the storm's high-water mark, and of what stayed
   // resident between the connections that stay (docs/decisions.md, "A new connection waits
-  // without a buffer"). The header's read, once bytes are there, sizes its buffer to them.
+  // without a buffer"). The header's read, once bytes are there, prepares 512 bytes and grows.
+  assert(!read_in_flight_);  // the first request: nothing has read yet
   read_in_flight_ = true;
   stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
                               [this, owner = owner_.KeepAlive()](beast::error_code ec) {

@@ -1,5 +1,8 @@
 #include "gateway/core/session_id.h"
 
+#include <new>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
 
@@ -64,6 +67,36 @@ TEST(SessionIdSigner, FlippedCharacterIsRefused) {
       EXPECT_FALSE(signer.Verify(bad).ok()) << i;
     }
   }
+}
+
+TEST(SessionIdSigner, AnIdVerifiedBeforeVerifiesAgainAndNothingElseRidesOnIt) {
+  SessionIdSigner signer("secret");
+  std::string id = signer.Issue("frank");
+  ASSERT_EQ(*signer.Verify(id), "frank");
+  EXPECT_EQ(*signer.Verify(id), "frank");  // remembered
+  // The same length, one character off: still checked.
+  std::string bad = id;
+  bad.back() = bad.back() == 'A' ? 'B' : 'A';
+  EXPECT_THAT(signer.Verify(bad), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(signer.Verify(id.substr(0, id.size() - 1)), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(*signer.Verify(id), "frank");
+}
+
+TEST(SessionIdSigner, AnIdOneSignerVerifiedIsNotTakenByASignerWithAnotherSecret) {
+  SessionIdSigner one("one");
+  SessionIdSigner two("two");
+  std::string id = one.Issue("grace");
+  ASSERT_EQ(*one.Verify(id), "grace");
+  EXPECT_THAT(two.Verify(id), StatusIs(absl::StatusCode::kNotFound));
+  // Nor a signer with another secret made where the first one was.
+  alignas(SessionIdSigner) unsigned char storage[sizeof(SessionIdSigner)];
+  auto* first = new (storage) SessionIdSigner("first");
+  std::string theirs = first->Issue("heidi");
+  ASSERT_TRUE(first->Verify(theirs).ok());
+  first->~SessionIdSigner();
+  auto* other = new (storage) SessionIdSigner("other");
+  EXPECT_THAT(other->Verify(theirs), StatusIs(absl::StatusCode::kNotFound));
+  other->~SessionIdSigner();
 }
 
 TEST(SessionIdSigner, GarbageIsRefused) {
