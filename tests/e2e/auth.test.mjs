@@ -3,7 +3,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { startStack, stopProcess, binDir, allLogs, waitUntil } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
@@ -17,6 +17,39 @@ function post(gateway, token, headers = {}) {
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, ...headers },
     body: JSON.stringify(ping),
   });
+}
+
+// One keep-alive connection: post(token) sends a ping with that bearer on it and resolves with
+// the answer's status. From an address of its own behind the trusted proxy, where a wrong bearer
+// counts towards the brake.
+async function keepAliveConnection(port) {
+  const socket = createConnection(port, '127.0.0.1');
+  await new Promise((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
+  let raw = Buffer.alloc(0);
+  const body = JSON.stringify(ping);
+  return {
+    post(token) {
+      return new Promise((resolve, reject) => {
+        const onData = (d) => {
+          raw = Buffer.concat([raw, d]);
+          const head = raw.indexOf('\r\n\r\n');
+          if (head < 0) return;
+          const text = raw.subarray(0, head).toString();
+          const length = Number(/content-length: *(\d+)/i.exec(text)?.[1] ?? 0);
+          if (raw.length - head - 4 < length) return;
+          raw = raw.subarray(head + 4 + length);
+          socket.off('data', onData);
+          socket.off('close', onClose);
+          resolve(Number(text.split(' ')[1]));
+        };
+        const onClose = () => reject(new Error('the gateway closed the connection before answering'));
+        socket.on('data', onData);
+        socket.once('close', onClose);
+        socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Real-IP: 203.0.113.71\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      });
+    },
+    close() { socket.destroy(); },
+  };
 }
 
 // Without a session id the answer is 400 after a successful verification, 401/429/503 before.
@@ -47,6 +80,29 @@ describe('with a long TTL, a trusted proxy and a busy host API', () => {
       assert.ok(more.every((r) => authorized(r.status)));
     }
     assert.equal(stack.hostApiCount('agent/verify') - before, 1);
+  });
+
+  test('one keep-alive connection, bearers that change: each request is judged by its own', async () => {
+    // The gateway hashes a connection's bearer once and keeps the hash while the same bearer
+    // comes back (docs/decisions.md, "A bearer and a session id checked once per connection"):
+    // a different bearer on the same connection must be hashed and judged afresh. A refused
+    // bearer ends its connection (401 with Connection: close), so each one ends a connection.
+    const alice = await stack.mintToken('alice');
+    const carol = await stack.mintToken('carol');
+    const aliceButOne = alice.slice(0, -1) + (alice.endsWith('0') ? '1' : '0');
+    const first = await keepAliveConnection(gw.port);
+    const second = await keepAliveConnection(gw.port);
+    try {
+      assert.ok(authorized(await first.post(alice)));
+      assert.ok(authorized(await first.post(carol)));
+      assert.ok(authorized(await first.post(alice)));
+      assert.equal(await first.post(wrongToken()), 401);
+      assert.ok(authorized(await second.post(alice)));
+      assert.equal(await second.post(aliceButOne), 401);
+    } finally {
+      first.close();
+      second.close();
+    }
   });
 
   test('a revoked token works until relayctl auth forget, then not at once', async () => {
