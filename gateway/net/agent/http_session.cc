@@ -10,9 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/slab_pool.h"
-#include "common/crypto.h"
 #include "common/log.h"
+#include "common/slab_pool.h"
 #include "common/text.h"
 #include "gateway/core/jsonrpc.h"
 #include "gateway/core/router_events.h"
@@ -303,7 +302,7 @@ void HttpSession::OpenStream(const std::string& session) {
   }
   // The stream takes the connection over; this session ends here.
   common::MakeSlabShared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
-                                headers_.role, session, BearerSha256())
+                                      headers_.role, session, BearerSha256())
       ->Run(last_event_id);
 }
 

@@ -31,8 +31,8 @@ void HttpSession::OpenListen(ListenPlan plan) {
   std::string session = absl::StrCat("l.", headers_.token_key, ".", state_.gateway_id, ".",
                                      state_.calls_started.fetch_add(1) + 1);
   common::MakeSlabShared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
-                                headers_.role, std::move(session), BearerSha256(),
-                                std::move(plan.filter))
+                                      headers_.role, std::move(session), BearerSha256(),
+                                      std::move(plan.filter))
       ->Run(0);
 }
 
