@@ -22,10 +22,14 @@
 //    answered it before a cancel could have reached it (before the agent's error, or within
 //    250 ms of it plus the delay injected on the paths, or before a fault holding the path
 //    ended: see cancelCouldArriveBy). Then nothing was left running in the tab (counted).
-// 4. The newest tab holds each account: no tab is closed with 4409 unless a newer tab of its
-//    account (by the time of its hello) had come up (each account has one tab at a time,
-//    except when a takeover opens a newer one on another gateway), and after the heal each
-//    account's probe call is answered by its latest tab.
+// 4. The newest tab holds each account: no tab is closed with 4409 unless another connection
+//    of its account may be newer, that is, may have had its ticket redeemed later (each
+//    account has one tab at a time, except when a takeover opens a newer one on another
+//    gateway), and after the heal each account's probe call is answered by its latest tab.
+//    A ticket is redeemed between the connection's hello and its answer, so the other one
+//    qualifies when it sent its hello before the close and had not yet been answered (or
+//    failed) when the displaced tab sent its own hello. Its answer may come after the close:
+//    a stopped gateway answers late, and two drivers' lines are in no causal order.
 // 5. The control group (agent, tab and shard on the hosts no fault touched) saw no error.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -104,10 +108,16 @@ export function check(events, options = {}) {
   const cancels = new Map();     // key (tab and relay id) -> first tab_cancel
   const closes = new Map();      // tabKey -> tab_close
   const ups = new Map();         // account -> tab_up events
+  const hellos = new Map();      // account -> [{ key, t, settled }]: a connection's hello and
+                                 // its answer or failure (redemption happened in between)
   const faults = new Map();      // id -> fault (with endT)
   let heal = null;
   const orphans = [];
   const sorted = [...events].sort((a, b) => a.t - b.t);
+  const settle = (e, t = e.t) => {
+    const hello = (hellos.get(e.account) ?? []).findLast((h) => h.key === tabKey(e));
+    if (hello && hello.settled === Infinity) hello.settled = t;
+  };
 
   for (const e of sorted) {
     switch (e.ev) {
@@ -125,6 +135,14 @@ export function check(events, options = {}) {
         break;
       case 'tab_up':
         (ups.get(e.account) ?? ups.set(e.account, []).get(e.account)).push(e);
+        settle(e);
+        break;
+      case 'tab_hello':
+        (hellos.get(e.account) ?? hellos.set(e.account, []).get(e.account)).push({ key: tabKey(e), t: e.t, settled: Infinity });
+        break;
+      case 'tab_fail':
+        // A refused ticket was never redeemed: that connection has no place in the order.
+        settle(e, /hello refused/.test(e.error ?? '') ? -Infinity : e.t);
         break;
       case 'fault':
         faults.set(e.id, { ...e });
@@ -247,13 +265,14 @@ export function check(events, options = {}) {
   }
 
   // 4: no newest tab displaced (4409 is for a tab that a newer one of its account replaced:
-  // newer by its hello); after the heal, each account's latest tab answers its call.
+  // newer by its redemption); after the heal, each account's latest tab answers its call.
   const upOf = new Map();
   for (const list of ups.values()) for (const u of list) upOf.set(tabKey(u), u);
   for (const e of sorted) {
     if (e.ev !== 'tab_close' || e.code !== 4409) continue;
     const up = upOf.get(tabKey(e));
-    const newer = (ups.get(e.account) ?? []).some((u) => u.t > (up?.t ?? Infinity) && u.t <= e.t);
+    const ownHello = (hellos.get(e.account) ?? []).findLast((h) => h.key === tabKey(e))?.t ?? up?.t ?? Infinity;
+    const newer = (hellos.get(e.account) ?? []).some((h) => h.key !== tabKey(e) && h.t <= e.t && h.settled > ownHello);
     if (newer) {
       figures.olderTabsDisplaced++;
     } else {
@@ -334,7 +353,7 @@ export function report({ figures, violations, total }, limit = 8) {
     `cancellations at tabs: ${f.cancellations}; errored calls the tab had: cancelled there ${f.cancelledErrors} (the latest ${f.maxCancelLagMs} ms after the agent's error), answered first ${f.errorsAfterTabAnswered}, tab closed ${f.errorsWithTabClosed}`,
     `longest from a fault to the first failed call's answer: ${f.maxFaultToFirstFailureMs ?? '-'} ms${f.slowestFault ? `, ${f.slowestFault}` : ''} (faults but latency with no failed call: ${f.faultsWithoutFailures})`,
     `from the heal to full service: ${f.healToFullServiceMs === null ? '-' : f.healToFullServiceMs === Infinity ? 'never' : f.healToFullServiceMs === 0 ? '0 ms (no call failed after the heal)' : `${f.healToFullServiceMs} ms`}`,
-    `tabs closed with 4409: older ones (a newer tab of the account was up) ${f.olderTabsDisplaced}, the newest ${f.displacedTabs}`,
+    `tabs closed with 4409: older ones (a newer connection of the account had sent its hello) ${f.olderTabsDisplaced}, the newest ${f.displacedTabs}`,
     `violations: ${total}${total ? ` (${Object.entries(violations).map(([n, l]) => `#${n}: ${l.length}`).join(', ')})` : ''}`,
   ];
   for (const [n, list] of Object.entries(violations)) {

@@ -103,15 +103,19 @@ test('4: the newest tab closed with 4409, a probe answered by an older tab or no
     { ev: 'call', t: 9000, nonce, account, gw: accounts[account].agentGw, tag: 'probe' },
     { ev: 'done', t: 9010, nonce, account, gw: accounts[account].agentGw, tag: 'probe', outcome, text: outcome === 'result' ? '' : 'No editor is connected for your account.', answer: { account, nonce, gw, conn } },
   ];
+  const tab = (account, gw, conn, hello, up) => [
+    { ev: 'tab_hello', t: hello, account, gw, conn },
+    { ev: 'tab_up', t: up, account, gw, conn },
+  ];
   const r = check([
     // alice: her newest tab (gw2#3) displaced by a stale re-announce; gw2#1 answers the probe.
-    { ev: 'tab_up', t: 100, account: 'alice', gw: 'gw2', conn: 1 },
-    { ev: 'tab_up', t: 5000, account: 'alice', gw: 'gw2', conn: 3 },
+    ...tab('alice', 'gw2', 1, 90, 100),
+    ...tab('alice', 'gw2', 3, 4990, 5000),
     { ev: 'tab_close', t: 6000, account: 'alice', gw: 'gw2', conn: 3, code: 4409 },
     ...probe('p1', 'alice', 'gw2', 1),
     // carol: a takeover on gw1 displaces her older gw3#1 (fine), but her probe fails.
-    { ev: 'tab_up', t: 100, account: 'carol', gw: 'gw3', conn: 1 },
-    { ev: 'tab_up', t: 7000, account: 'carol', gw: 'gw1', conn: 1 },
+    ...tab('carol', 'gw3', 1, 90, 100),
+    ...tab('carol', 'gw1', 1, 6990, 7000),
     { ev: 'tab_close', t: 7100, account: 'carol', gw: 'gw3', conn: 1, code: 4409 },
     ...probe('p2', 'carol', 'gw1', 1, 'tool_error'),
   ], { ...options, expectProbe: true });
@@ -120,12 +124,38 @@ test('4: the newest tab closed with 4409, a probe answered by an older tab or no
   assert.equal(r.figures.olderTabsDisplaced, 1);
   // The same takeover with a probe its new tab answers: no violation.
   const ok = check([
-    { ev: 'tab_up', t: 100, account: 'carol', gw: 'gw3', conn: 1 },
-    { ev: 'tab_up', t: 7000, account: 'carol', gw: 'gw1', conn: 1 },
+    ...tab('carol', 'gw3', 1, 90, 100),
+    ...tab('carol', 'gw1', 1, 6990, 7000),
     { ev: 'tab_close', t: 7100, account: 'carol', gw: 'gw3', conn: 1, code: 4409 },
     ...probe('p3', 'carol', 'gw1', 1),
   ], { ...options, accounts: { carol: accounts.carol } });
   assert.equal(ok.total, 0, report(ok));
+});
+
+test('4: a tab is newer by its redemption, between its hello and its answer, whenever the answer comes', () => {
+  const only = { ...options, accounts: { carol: accounts.carol } };
+  const closeOld = { ev: 'tab_close', t: 6000, account: 'carol', gw: 'gw3', conn: 1, code: 4409 };
+  const older = [{ ev: 'tab_hello', t: 90, account: 'carol', gw: 'gw3', conn: 1 }, { ev: 'tab_up', t: 100, account: 'carol', gw: 'gw3', conn: 1 }];
+  // The newer tab's gateway was stopped between its announcement and its answer: the answer
+  // comes after the older tab's close.
+  const late = check([...older, { ev: 'tab_hello', t: 1000, account: 'carol', gw: 'gw1', conn: 1 }, closeOld,
+    { ev: 'tab_up', t: 6005, account: 'carol', gw: 'gw1', conn: 1 }], only);
+  assert.equal(late.total, 0, report(late));
+  assert.equal(late.figures.olderTabsDisplaced, 1);
+  // Redeemed, announced, then its connection failed before the answer: still the newer one.
+  const failed = check([...older, { ev: 'tab_hello', t: 1000, account: 'carol', gw: 'gw1', conn: 1 },
+    { ev: 'tab_fail', t: 5990, account: 'carol', gw: 'gw1', conn: 1, error: 'closed before the hello was answered: 1006 ' }, closeOld], only);
+  assert.equal(failed.total, 0, report(failed));
+  // A hello whose ticket was refused has no place in the order; nor one sent after the close;
+  // nor one answered before the displaced tab sent its own hello.
+  for (const other of [
+    [{ ev: 'tab_hello', t: 1000, account: 'carol', gw: 'gw1', conn: 1 }, { ev: 'tab_fail', t: 1010, account: 'carol', gw: 'gw1', conn: 1, error: 'hello refused: {"code":-32001}' }],
+    [{ ev: 'tab_hello', t: 6001, account: 'carol', gw: 'gw1', conn: 1 }],
+    [{ ev: 'tab_hello', t: 50, account: 'carol', gw: 'gw1', conn: 1 }, { ev: 'tab_up', t: 80, account: 'carol', gw: 'gw1', conn: 1 }],
+  ]) {
+    const r = check([...older, ...other, closeOld], only);
+    assert.equal(r.violations[4].length, 1, report(r));
+  }
 });
 
 test('5: any error of a control account is a violation, whatever its kind', () => {

@@ -58,6 +58,9 @@ export class FaultTab {
         reject(new Error(`upgrade refused: ${res.statusCode}`));
       });
       ws.on('open', () => {
+        // The checker orders tabs by this moment: the ticket is redeemed (the tab's place in
+        // its account's order is fixed) between the hello and its answer.
+        this.emit({ ev: 'tab_hello', account: this.account, gw: this.gw, conn });
         ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client: { name: 'fault-tab', version: '1.0.0' } } }));
       });
       ws.on('close', (code, reason) => {
