@@ -41,6 +41,7 @@ class Gateway::Parts {
         catalogue(std::move(catalogue)),
         proxies(std::move(proxies)),
         signer(this->config.session_secret),
+        resumes(this->config.session_secret),
         dispatcher(signer, *this->catalogue, ended, this->config.dispatch),
         commands(tabs, streams, ended, state.metrics.router_link_downs),
         io(this->config.threads),
@@ -51,6 +52,10 @@ class Gateway::Parts {
   std::unique_ptr<CatalogueFile> catalogue;
   TrustedProxies proxies;
   SessionIdSigner signer;
+  TabResumeSigner resumes;
+  // Users whose sign-in ended within a credential's lifetime (at most 100,000: past that,
+  // every credential signed before the oldest one dropped is refused).
+  SignedOutUsers signed_out{TabResumeSigner::kLifetime, 100'000};
   EndedSessions ended;
   TouchThrottle touches;
   McpDispatcher dispatcher;
@@ -177,6 +182,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   state.touches = &p.touches;
   state.proxies = &p.proxies;
   state.tabs = &p.tabs;
+  state.resumes = &p.resumes;
+  state.signed_out = &p.signed_out;
   state.streams = &p.streams;
 
   p.grpc_loop.Start();
@@ -191,6 +198,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
                                  stream->PostRevoked(revoked);
                                }
                                if (!revoked.user.empty()) {
+                                 // Before the tabs close: none comes back with its credential.
+                                 p.signed_out.Add(revoked.user, absl::Now());
                                  for (auto& tab : p.tabs.Snapshot()) {
                                    tab->PostSignedOut(revoked.user);
                                  }

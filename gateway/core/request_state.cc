@@ -1,28 +1,20 @@
 #include "gateway/core/request_state.h"
 
-#include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "common/crypto.h"
 #include "nlohmann/json.hpp"
 
 namespace relay::gateway {
 namespace {
 
-constexpr absl::string_view kPrefix = "rs1.";
 // A requestState is echoed by the agent; anything longer is not ours.
 constexpr size_t kMaxLength = 8 * 1024;
 
 }  // namespace
 
 // A key of its own, so that a requestState can never pass for a session id
-// (or the reverse) although both come from the one shared secret.
+// or a tab's resume credential (or the reverse) although all come from the one
+// shared secret.
 RequestStateSigner::RequestStateSigner(absl::string_view secret)
-    : key_(common::HmacSha256(secret, "relay request state v1")) {}
-
-std::string RequestStateSigner::Mac(absl::string_view signed_part) const {
-  return absl::WebSafeBase64Escape(key_.Sign(signed_part));
-}
+    : sealed_(secret, "relay request state v1", "rs1.", kMaxLength) {}
 
 std::string RequestStateSigner::Sign(const RequestState& state) const {
   nlohmann::json payload = {{"a", state.account},
@@ -33,31 +25,17 @@ std::string RequestStateSigner::Sign(const RequestState& state) const {
                             {"n", state.target},
                             {"t", state.token},
                             {"e", absl::ToUnixMillis(state.expires)}};
-  std::string signed_part =
-      absl::StrCat(kPrefix, absl::WebSafeBase64Escape(payload.dump(-1, ' ', false,
-                                                                   nlohmann::json::error_handler_t::replace)));
-  return absl::StrCat(signed_part, ".", Mac(signed_part));
+  return sealed_.Seal(payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 absl::StatusOr<RequestState> RequestStateSigner::Verify(absl::string_view text,
                                                         absl::Time now) const {
   auto invalid = [] { return absl::InvalidArgumentError("not a requestState of this relay"); };
-  if (text.size() > kMaxLength || !absl::StartsWith(text, kPrefix)) {
+  std::optional<std::string> json = sealed_.Open(text);
+  if (!json) {
     return invalid();
   }
-  size_t last_dot = text.rfind('.');
-  if (last_dot < kPrefix.size()) {
-    return invalid();
-  }
-  absl::string_view signed_part = text.substr(0, last_dot);
-  if (!common::SecureEquals(Mac(signed_part), text.substr(last_dot + 1))) {
-    return invalid();
-  }
-  std::string json;
-  if (!absl::WebSafeBase64Unescape(signed_part.substr(kPrefix.size()), &json)) {
-    return invalid();
-  }
-  auto payload = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  auto payload = nlohmann::json::parse(*json, nullptr, /*allow_exceptions=*/false);
   if (!payload.is_object() || !payload["a"].is_string() || !payload["c"].is_number_unsigned() ||
       !payload["r"].is_number_unsigned() || !payload["k"].is_array() ||
       !payload["m"].is_string() || !payload["n"].is_string() || !payload["t"].is_string() ||

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/crypto.h"
+#include "gateway/core/sealed_json.h"
 
 namespace relay::gateway {
 
@@ -27,11 +27,10 @@ struct RequestState {
   absl::Time expires;
 };
 
-// The relay's requestState values: "rs1.<payload>.<mac>", the payload
-// base64url JSON, the MAC an HMAC-SHA256 under a key derived from the secret
-// every gateway shares, so that the retry may reach any gateway. A client can
-// read the payload (nothing secret is in it: no token, no tab content) but
-// cannot change it or make one for another account's call.
+// The relay's requestState values: "rs1.<payload>.<mac>" (SealedJson), so
+// that the retry may reach any gateway. A client can read the payload (nothing
+// secret is in it: no token, no tab content) but cannot change it or make one
+// for another account's call.
 class RequestStateSigner {
  public:
   explicit RequestStateSigner(absl::string_view secret);
@@ -43,9 +42,7 @@ class RequestStateSigner {
   absl::StatusOr<RequestState> Verify(absl::string_view text, absl::Time now) const;
 
  private:
-  std::string Mac(absl::string_view signed_part) const;
-
-  common::HmacSha256Key key_;
+  SealedJson sealed_;
 };
 
 }  // namespace relay::gateway

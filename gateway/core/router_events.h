@@ -39,6 +39,7 @@ struct TabAnnouncement {
   std::string client_name;
   std::string client_version;
   uint64_t generation = 0;  // when its ticket was redeemed: the newest tab wins
+  uint32_t resumes = 0;     // connections resumed since: a stale connection loses the tie
 };
 // A tab is up (after its ticket was redeemed, and again after a link came back), and gone.
 relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab);

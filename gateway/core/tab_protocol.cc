@@ -52,13 +52,22 @@ std::optional<TabHello> ParseTabHello(absl::string_view text, int max_depth) {
     return std::nullopt;
   }
   const nlohmann::json& params = message->params.value();
+  // A tab that comes back after its connection ended may bring the credential
+  // its last connection was given instead of a new ticket.
   auto ticket = params.find("ticket");
-  if (ticket == params.end() || !ticket->is_string()) {
+  auto resume = params.find("resume");
+  bool has_ticket = ticket != params.end() && ticket->is_string();
+  bool has_resume = resume != params.end() && resume->is_string();
+  if (!has_ticket && !has_resume) {
     return std::nullopt;
   }
   TabHello hello;
   hello.id = std::move(message->id);
-  hello.ticket = ticket->get<std::string>();
+  if (has_resume) {
+    hello.resume = resume->get<std::string>();
+  } else {
+    hello.ticket = ticket->get<std::string>();
+  }
   if (auto client = params.find("client"); client != params.end()) {
     // Shown to operators and counted in memory for every tab: bounded here.
     hello.client_name = common::TruncateUtf8(StringMember(*client, "name"), kMaxClientText);

@@ -40,12 +40,13 @@ inline constexpr size_t kMaxClientText = 64;
 struct TabHello {
   nlohmann::json id;  // the hello's id, to answer it
   std::string ticket;
+  std::string resume;          // a resume credential instead of a ticket (tab_resume.h)
   std::string client_name;     // params.client.name, if a string
   std::string client_version;  // params.client.version, if a string
 };
 
 // The hello in text, or nothing when text is not a relay/hello request with a
-// string ticket (the tab is then closed with 4400).
+// string ticket or a string resume credential (the tab is then closed with 4400).
 std::optional<TabHello> ParseTabHello(absl::string_view text, int max_depth);
 
 // The hello's answer: the account the ticket named, the tab's id and how many

@@ -16,6 +16,8 @@
 #include "gateway/core/request_gate.h"
 #include "gateway/core/mcp_dispatcher.h"
 #include "gateway/core/router_client.h"
+#include "gateway/core/signed_out_users.h"
+#include "gateway/core/tab_resume.h"
 
 namespace relay::gateway {
 
@@ -103,6 +105,8 @@ struct TabServices {
   const GatewayOptions& options;
   const std::string& gateway_id;  // names the tab's log lines
   AuthClient& auth;               // redeems the hello's ticket
+  const TabResumeSigner& resumes;  // or checks its resume credential, and signs the next
+  const SignedOutUsers& signed_out;  // whose credentials a revocation ended
   RouterClient& router;           // the tab's announcement and everything it sends
   Registry<TabSession>& tabs;     // where the router's commands find it
   GatewayMetrics& metrics;
@@ -133,6 +137,8 @@ struct GatewayState {
   TouchThrottle* touches = nullptr;
   const TrustedProxies* proxies = nullptr;
   const McpDispatcher* dispatcher = nullptr;
+  const TabResumeSigner* resumes = nullptr;
+  const SignedOutUsers* signed_out = nullptr;
   GatewayMetrics metrics;
   std::atomic<int64_t> connections{0};  // open HTTP and tab connections
   std::atomic<uint64_t> calls_started{0};  // numbers the trace ids of forwarded calls

@@ -1,6 +1,7 @@
 #include "router/core/routing_table.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace relay::router {
 
@@ -15,7 +16,8 @@ AttachResult RoutingTable::Attach(TabRecord tab) {
       it->second = std::move(tab);
       return result;
     }
-    if (it->second.generation > tab.generation) {
+    if (std::pair(it->second.generation, it->second.resumes) >
+        std::pair(tab.generation, tab.resumes)) {
       result.attached = false;
       result.displaced = std::move(tab);
       return result;

@@ -36,6 +36,10 @@ struct TabRecord {
   // account, the one with the higher generation holds it, whichever of them
   // was announced last (a gateway that relinks re-announces older tabs).
   uint64_t generation = 0;
+  // Of two connections of one generation (a tab that came back with a resume
+  // credential, and its stale connection announced again by a relinking
+  // gateway), the one resumed more often holds it (TabUp.resumes).
+  uint32_t resumes = 0;
 };
 
 // What Attach did: the tab is now its account's (attached), or a newer one
@@ -52,7 +56,7 @@ struct AttachResult {
 class RoutingTable {
  public:
   // Makes tab its account's tab unless the account's tab is newer (a higher
-  // generation). The same tab announced again (after a link loss) keeps its
+  // generation, or the same one resumed more often). The same tab announced again (after a link loss) keeps its
   // place and displaces nothing.
   AttachResult Attach(TabRecord tab) ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -138,6 +138,7 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
   const tab = new ScriptedTab(gw1.wsUrl);
   tab.handlers['tools/call'] = () => new Promise(() => {});
   await tab.hello(await stack.ticket('alice'));
+  const credential = await tab.credential();
 
   const token = await stack.mintToken('alice');
   const agent = new RawAgent(gw2.url, token);
@@ -169,6 +170,11 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
   const { code } = await Promise.race([tab.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the tab was not closed within 15 s')), 15000))]);
   assert.equal(code, 4403);
   assert.ok(tab.received.some((m) => m.method === 'notifications/cancelled' && m.params.requestId === delivered.id));
+  // Nor does its resume credential bring it back, on the other gateway either.
+  const back = new ScriptedTab(gw2.wsUrl);
+  const refused = await back.resume(credential);
+  assert.match(refused.error.message, /sign in again/);
+  assert.equal((await back.closed).code, 4403);
   const answer = await pending;
   assert.equal(answer.message.result.isError, true);
   // Every stream of the account ends with it.

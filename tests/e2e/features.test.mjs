@@ -16,7 +16,7 @@ let stack, gwTabs, gwAgents;
 before(async () => {
   stack = await startStack({
     gateways: 2,
-    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace'],
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi'],
     // Short timeouts so that the tests take as long as the behaviour, not the defaults.
     gatewayArgs: (i) => i === 0
       ? ['--tab_ping_interval=300ms', '--tab_hello_timeout=500ms', '--max_tab_message_bytes=65536']
@@ -418,6 +418,48 @@ test('HTTP errors: 400 without a session, 404 for a bad one, 413 over the body l
   const res = await agent.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'mcp-protocol-version': '2024-01-01' } });
   assert.equal(res.status, 400);
   assert.equal((await agent.post({ jsonrpc: '2.0', id: 0, method: 'ping' })).status, 200);
+});
+
+test('a tab comes back on any gateway with its resume credential instead of a ticket, and keeps its place in its account\'s order', async () => {
+  const first = await tabFor('heidi');
+  const hint = await first.waitFor((m) => m.method === 'relay/resume');
+  assert.match(hint.params.resume, /^tr1\./);
+  assert.equal(hint.params.expiresIn, 300);
+  first.close();
+  await first.closed;
+
+  // Its gateway is gone (here: it closed); the other gateway takes it back, no ticket asked.
+  const back = new ScriptedTab(gwAgents.wsUrl);
+  back.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'from the resumed tab' }] });
+  const hello = await back.resume(hint.params.resume);
+  assert.equal(hello.result.account, 'heidi');
+  assert.equal(hello.result.role, 'user');
+  const agent = await agentFor('heidi');
+  assert.equal((await agent.callTool('get_view')).message.result.content[0].text, 'from the resumed tab');
+  const again = await back.credential();
+  assert.notEqual(again, hint.params.resume);
+
+  // The person opens a newer tab (a new ticket): it takes over. The resumed one, displaced,
+  // may not take the account back with its credential: its place is its first ticket's.
+  const newer = await tabFor('heidi');
+  newer.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'from the newer tab' }] });
+  assert.equal((await back.closed).code, 4409);
+  const stale = new ScriptedTab(gwAgents.wsUrl);
+  await stale.open();
+  stale.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { resume: again } });
+  assert.equal((await stale.closed).code, 4409);
+  assert.ok(stale.received.some((m) => m.method === 'relay/displaced'));
+  assert.ok(!stale.received.some((m) => m.id === 1 && m.result), 'the displaced tab is not welcomed');
+  assert.equal((await agent.callTool('get_view')).message.result.content[0].text, 'from the newer tab');
+
+  // A credential changed by one character is refused as a bad ticket is.
+  const forged = new ScriptedTab(gwTabs.wsUrl);
+  const i = again.length - 5;
+  const refused = await forged.resume(again.slice(0, i) + (again[i] === 'A' ? 'B' : 'A') + again.slice(i + 1));
+  assert.equal(refused.error.code, -32001);
+  assert.match(refused.error.message, /new ticket/);
+  assert.equal((await forged.closed).code, 4401);
+  newer.close();
 });
 
 test('a tab of a gateway that shuts down is closed with 1001', async () => {

@@ -75,10 +75,13 @@ void TabSession::OnKeepAlive() {
     // Two intervals without a byte (TAB-PROTOCOL.md "Keepalive"): gone without a word.
     common::LogInfo("tab missed its pings; dropping it", {{"tab", tab_id_}});
     return End();
-    return;
   } else {
     pinged_ = true;
     out_.SendRaw(PingFrame());
+  }
+  // The credential the tab holds stays good for at least half its lifetime.
+  if (absl::Now() - resume_signed_ >= TabResumeSigner::kLifetime / 2) {
+    SendResume();
   }
   ArmTimer(absl::ToChronoMilliseconds(services_.options.tab_idle_timeout / 2),
            &TabSession::OnKeepAlive);
@@ -194,12 +197,16 @@ void TabSession::HandleMessage(absl::string_view text) {
 void TabSession::HandleHello(absl::string_view text) {
   std::optional<TabHello> hello = ParseTabHello(text, services_.options.max_json_depth);
   if (!hello) {
-    CloseWith(kCloseBadFirstMessage, "the first message must be relay/hello with a ticket");
+    CloseWith(kCloseBadFirstMessage,
+              "the first message must be relay/hello with a ticket or a resume credential");
     return;
   }
   hello_id_ = DumpJson(hello->id);
   announcement_.client_name = std::move(hello->client_name);
   announcement_.client_version = std::move(hello->client_version);
+  if (!hello->resume.empty()) {
+    return Resume(hello->resume);
+  }
   phase_ = State::kRedeeming;
   services_.auth.RedeemTicket(
       std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
@@ -229,15 +236,61 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
       CloseWith(kCloseTryLater, "account service unavailable");
       return;
   }
-  phase_ = State::kAnnouncing;
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
   announcement_.generation = verdict.generation;
+  Admit();
+}
+
+void TabSession::Resume(absl::string_view credential) {
+  // Checked here, on this thread: an HMAC, no host API, so that the tabs of a gateway
+  // that went away come back as fast as the gateways can take them.
+  absl::StatusOr<TabResume> resume = services_.resumes.Verify(credential, absl::Now());
+  if (!resume.ok()) {
+    nlohmann::json id = nlohmann::json::parse(hello_id_, nullptr, false);
+    Send(EncodeError(id, -32001, "invalid or expired resume credential; connect again with a new ticket"));
+    CloseWith(kCloseBadTicket, "invalid or expired resume credential");
+    return;
+  }
+  if (services_.signed_out.EndedSince(resume->account,
+                                     resume->expires - TabResumeSigner::kLifetime)) {
+    // As a live tab of the account was told (PostSignedOut): sign in again.
+    nlohmann::json id = nlohmann::json::parse(hello_id_, nullptr, false);
+    Send(EncodeError(id, -32001, "the account's sign-in has ended; sign in again"));
+    CloseWith(kCloseSignedOut, "signed out");
+    return;
+  }
+  announcement_.account = std::move(resume->account);
+  announcement_.role = std::move(resume->role);
+  // Its place in the account's order is its first ticket's: a newer tab of the account
+  // keeps it, and this connection beats its own stale one (one resume more).
+  announcement_.generation = resume->generation;
+  announcement_.resumes = resume->resumes + 1;
+  Admit();
+}
+
+void TabSession::SendResume() {
+  resume_signed_ = absl::Now();
+  TabResume resume;
+  resume.account = announcement_.account;
+  resume.role = announcement_.role;
+  resume.generation = announcement_.generation;
+  resume.resumes = announcement_.resumes;
+  resume.expires = resume_signed_ + TabResumeSigner::kLifetime;
+  Send(EncodeNotification(
+      "relay/resume",
+      {{"resume", services_.resumes.Sign(resume)},
+       {"expiresIn", absl::ToInt64Seconds(TabResumeSigner::kLifetime)}}));
+}
+
+void TabSession::Admit() {
+  phase_ = State::kAnnouncing;
   tab_id_ = services_.tabs.Add(weak_from_this());
   // Registered first, then asked: either the drain's list of tabs has this
   // one, or the drain began before and is seen here.
   if (services_.draining.load()) {
-    Send(EncodeError(id, kInternalError, "the relay is shutting down; reconnect"));
+    Send(EncodeError(nlohmann::json::parse(hello_id_, nullptr, false), kInternalError,
+                     "the relay is shutting down; reconnect"));
     CloseWith(kCloseGoingAway, "relay shutting down");
     return;
   }
@@ -271,6 +324,7 @@ void TabSession::PostAccepted(uint32_t agents) {
                                  absl::StrCat("t-", self->services_.gateway_id, "-", self->tab_id_),
                                  agents));
     self->Send(EncodeNotification("relay/agents", {{"count", agents}}));
+    self->SendResume();
     self->in_.SetLimit(self->services_.options.max_tab_message_bytes);
     // Calls that overtook the acceptance go out now, after the hello's answer.
     for (const TabCalls::Call& call : self->calls_.Release()) {

@@ -75,6 +75,12 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // Live: a tab heard from since the last look is fine; one that was not
   // gets a ping; one that did not answer it either is dropped.
   void OnKeepAlive();
+  // The hello brought a resume credential instead of a ticket.
+  void Resume(absl::string_view credential);
+  // The account is known (redeemed or resumed): registered and announced.
+  void Admit();
+  // relay/resume: a credential for the tab's next connection, signed now.
+  void SendResume();
   // Closing: the tab did not answer the close frame in time.
   void OnCloseTimeout();
   // Ends the connection now (socket closed, timer cancelled).
@@ -129,6 +135,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   bool draining_ = false;
   uint64_t tab_id_ = 0;
   TabAnnouncement announcement_;  // what the router is told of this tab
+  absl::Time resume_signed_;      // when the tab's last relay/resume was signed
   std::string hello_id_;  // the hello's id, as JSON text
   TabCalls calls_;
 };

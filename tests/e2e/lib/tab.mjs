@@ -77,9 +77,24 @@ export class ScriptedTab {
 
   // Connects and says hello; resolves with the hello's answer (result or error).
   async hello(ticket, client = { name: 'scripted-tab', version: '1.0.0' }) {
+    return this.helloWith({ ticket, client });
+  }
+
+  // The same with the resume credential of an earlier connection instead of a ticket.
+  async resume(credential, client = { name: 'scripted-tab', version: '1.0.0' }) {
+    return this.helloWith({ resume: credential, client });
+  }
+
+  async helloWith(params) {
     await this.open();
-    this.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client } });
+    this.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params });
     return this.waitFor((m) => m.id === 1 && (m.result || m.error));
+  }
+
+  // The latest relay/resume credential the relay gave this connection (waits for the first).
+  async credential() {
+    await this.waitFor((m) => m.method === 'relay/resume');
+    return this.received.filter((m) => m.method === 'relay/resume').at(-1).params.resume;
   }
 
   close() {

@@ -44,6 +44,27 @@ TEST(TabHelloTest, ARelayHelloWithATicket) {
   EXPECT_EQ(hello->client_version, "2.1");
 }
 
+TEST(TabHelloTest, AHelloMayBringAResumeCredentialInsteadOfATicketAndItWins) {
+  auto resumed = ParseTabHello(
+      R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"resume":"tr1.x.y"}})", 100);
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(resumed->resume, "tr1.x.y");
+  EXPECT_EQ(resumed->ticket, "");
+  auto both = ParseTabHello(
+      R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"ticket":"tk","resume":"tr1.x.y"}})",
+      100);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->resume, "tr1.x.y");
+  // A resume that is not a string does not count; the ticket still does.
+  auto odd = ParseTabHello(
+      R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"ticket":"tk","resume":7}})", 100);
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->ticket, "tk");
+  EXPECT_EQ(odd->resume, "");
+  EXPECT_FALSE(ParseTabHello(R"({"jsonrpc":"2.0","id":1,"method":"relay/hello","params":{"resume":null}})", 100)
+                   .has_value());
+}
+
 TEST(TabHelloTest, ClientInfoIsOptionalAndOnlyStringsCount) {
   auto hello = ParseTabHello(
       R"({"jsonrpc":"2.0","id":0,"method":"relay/hello","params":{"ticket":"tk","client":{"name":7}}})",

@@ -66,6 +66,30 @@ TEST(RoutingTable, AnOlderTabAnnouncedLaterDoesNotDisplaceANewerOne) {
   EXPECT_FALSE(table.AccountOf(TabRef{1, 1}).has_value());
 }
 
+// A tab came back with its resume credential on gateway 2 (its generation
+// kept, one resume more) while gateway 1 still held its old connection; gateway
+// 1 relinks and announces that stale connection again: the resumed one keeps
+// the account, whichever came last. A newer tab still beats any resume.
+TEST(RoutingTable, OfOneGenerationTheConnectionResumedMoreOftenHoldsTheAccount) {
+  RoutingTable table;
+  TabRecord resumed = Tab(2, 9, "alice", /*generation=*/100);
+  resumed.resumes = 1;
+  table.Attach(resumed);
+  AttachResult stale = table.Attach(Tab(1, 1, "alice", /*generation=*/100));
+  EXPECT_FALSE(stale.attached);
+  ASSERT_TRUE(stale.displaced.has_value());
+  EXPECT_EQ(stale.displaced->ref, (TabRef{1, 1}));
+  EXPECT_EQ(table.Find("alice"), (TabRef{2, 9}));
+
+  TabRecord resumed_again = Tab(3, 4, "alice", /*generation=*/100);
+  resumed_again.resumes = 7;
+  EXPECT_TRUE(table.Attach(resumed_again).attached);
+  AttachResult newer = table.Attach(Tab(1, 2, "alice", /*generation=*/101));
+  EXPECT_TRUE(newer.attached);
+  ASSERT_TRUE(newer.displaced.has_value());
+  EXPECT_EQ(newer.displaced->ref, (TabRef{3, 4}));
+}
+
 TEST(RoutingTable, TheSameTabAnnouncedAgainKeepsItsPlace) {
   RoutingTable table;
   table.Attach(Tab(1, 1, "alice", 100));
