@@ -198,13 +198,16 @@ test("the person's view: tokens made and revoked in the dialog, the badge, what 
   await snap(page, 'undone');
   await client.close();
 
-  // The gateway dies: offline, with the backoff; back once it is.
+  // The gateway dies: offline, with the backoff; back once it is, with the relay's resume
+  // credential instead of a new ticket (the host API is not asked).
+  const ticketsBeforeKill = stack.hostApiCount('agent/ticket');
   await stack.gateways[gwIndex].stop('SIGKILL');
   await statusIs(page, /^Agent offline — reconnecting in \d+ s\./);
   assert.equal(await page.isHidden('#agent-badge'), true);
   await snap(page, 'offline');
   await stack.restartGateway(gwIndex);
   await statusIs(page, /^Connected as pat/);
+  assert.equal(stack.hostApiCount('agent/ticket'), ticketsBeforeKill, 'the page came back without a new ticket');
   await snap(page, 'reconnected');
 
   // A second tab of the same person takes the agent over: the first one says so.

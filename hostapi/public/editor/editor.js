@@ -3,7 +3,9 @@
 // and the reference host API (HOST-API.md) over same-origin fetch with the session cookie.
 //
 // Secrets: the agent token is shown once in the page and kept nowhere else (no URL, no
-// storage); tickets live only until the hello is sent. Nothing here logs to the console.
+// storage); tickets live only until the hello is sent, and the relay's resume credential (to
+// come back after a lost connection without a new ticket) only in memory, until it is
+// replaced, refused, expired, or the agent is switched off. Nothing here logs to the console.
 (function () {
   'use strict';
 
@@ -18,6 +20,8 @@
   // The account's sign-in ended (password changed, account deleted): a new
   // ticket would not help, the person must sign in again.
   const CLOSE_SIGNED_OUT = 4403;
+  // A bad ticket or resume credential: the next attempt gets a ticket.
+  const CLOSE_BAD_TICKET = 4401;
   const ACTIVITY_MAX = 20;
   const CLIENT = { name: 'demo-editor', version: '1.0.0' };
 
@@ -419,6 +423,8 @@
     attempt: 0,       // failed attempts since the last good hello (for the backoff)
     retryTimer: null,
     hello: null,      // the hello's result once it came
+    resume: null,     // the relay's last resume credential, and when it expires (ms)
+    resumeExpires: 0,
     displaced: false,
     inFlight: new Set(),  // keys of the relay's requests not yet answered
     cancelled: new Set(), // ... of which the relay cancelled these
@@ -463,6 +469,7 @@
   // Ends the connection (and any retry) without reconnecting.
   function stopAgent(message) {
     conn.generation++;
+    conn.resume = null;  // switched on again, this tab takes over with a new ticket
     clearTimeout(conn.retryTimer);
     conn.retryTimer = null;
     const ws = conn.ws;
@@ -494,20 +501,25 @@
       stopAgent(relay.error);
       return;
     }
-    setStatus('Getting a ticket…');
+    // Back after a lost connection: the relay's credential, while it holds (a few seconds of
+    // margin for the hello's way), brings this tab back in its old place, without the API.
+    const resume = conn.resume && Date.now() < conn.resumeExpires - 5000 ? conn.resume : null;
     let ticket;
-    try {
-      const answer = await api('agent/ticket', 'POST', {});
-      ticket = answer && answer.ticket;
-      if (typeof ticket !== 'string' || ticket === '') throw new ApiError(500, 'The answer held no ticket.');
-    } catch (e) {
-      if (generation !== conn.generation) return;
-      if (e.status === 401) {
-        sessionLost();
+    if (!resume) {
+      try {
+        setStatus('Getting a ticket…');
+        const answer = await api('agent/ticket', 'POST', {});
+        ticket = answer && answer.ticket;
+        if (typeof ticket !== 'string' || ticket === '') throw new ApiError(500, 'The answer held no ticket.');
+      } catch (e) {
+        if (generation !== conn.generation) return;
+        if (e.status === 401) {
+          sessionLost();
+          return;
+        }
+        scheduleRetry('Could not get a ticket: ' + e.message);
         return;
       }
-      scheduleRetry('Could not get a ticket: ' + e.message);
-      return;
     }
     if (generation !== conn.generation || !ui.agentSwitch.checked) return;
 
@@ -522,7 +534,8 @@
     conn.ws = ws;
     ws.onopen = () => {
       if (conn.ws !== ws) return;
-      send(ws, { jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket: ticket, client: CLIENT } });
+      const params = resume ? { resume: resume, client: CLIENT } : { ticket: ticket, client: CLIENT };
+      send(ws, { jsonrpc: '2.0', id: 1, method: 'relay/hello', params: params });
       ticket = null;
       setStatus('Saying hello to the relay…');
     };
@@ -545,6 +558,7 @@
       stopAgent('An agent now works in your other tab. Switch it on here to take it back.');
       return;
     }
+    if (event.code === CLOSE_BAD_TICKET) conn.resume = null;
     if (event.code === CLOSE_SIGNED_OUT) {
       stopAgent('Your sign-in has ended.');
       sessionLost();
@@ -588,7 +602,12 @@
   }
 
   function onNotification(method, params) {
-    if (method === 'relay/agents') {
+    if (method === 'relay/resume') {
+      if (typeof params.resume === 'string' && typeof params.expiresIn === 'number') {
+        conn.resume = params.resume;
+        conn.resumeExpires = Date.now() + params.expiresIn * 1000;
+      }
+    } else if (method === 'relay/agents') {
       setAgents(typeof params.count === 'number' ? params.count : null);
     } else if (method === 'relay/displaced') {
       conn.displaced = true;
