@@ -4,11 +4,12 @@
 // (a 2026-07-28 subscriptions/listen stream). Standard input: one credential per line, a ticket
 // for tabs, a bearer token for streams; one connection each; then an empty line. Tabs only:
 // lines `first-ticket second-ticket` may follow at any time, and a tab that the relay closes
-// (its gateway went away) connects again at once with its second ticket, as the editor's page
-// would; `reheld N in MS ms, A attempts, F given up` is printed once every tab so closed is
-// back (MS from the first close). An empty line after them is answered `second tickets taken`.
-// The bench sends them just before it kills a gateway: tickets live 60 s. A tab closed before
-// its second ticket came stays closed.
+// (its gateway went away) connects again at once, as the editor's page does: with the resume
+// credential the relay gave it (relay/resume), or with its second ticket when BENCH_RESUME=0
+// (as the page did before there were credentials); `reheld N in MS ms, A attempts, F given up`
+// is printed once every tab so closed is back (MS from the first close). An empty line after
+// them is answered `second tickets taken`. The bench sends them just before it kills a
+// gateway: tickets live 60 s. A tab closed before its second ticket came stays closed.
 import { createRequire } from 'node:module';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
@@ -38,11 +39,21 @@ const held = [];
 let attempts = 0;
 let givenUp = 0;
 let lastError = '';
+const refusals = new Map();  // what went wrong -> how often
 const kMostAttempts = 20;
+const useResume = process.env.BENCH_RESUME !== '0';
+// Connections leave from several loopback addresses (127.0.0.2 …): the kernel looks for a free
+// ephemeral port for each connect, and with ~20,000 connections from one address to one port
+// that search made connect() itself the bench's bottleneck (38 % of this process's time in a
+// gateway restart of 9,500 tabs, 15 s against 6 s spread over eight). Browsers connect from
+// machines of their own.
+let sourceCount = 0;
+const sources = Number(process.env.BENCH_SOURCES ?? 8);
+const nextSource = () => `127.0.0.${2 + (sourceCount++ % sources)}`;
 
 function request(method, headers, body) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method, agent: false, headers }, resolve);
+    const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method, agent: false, headers, localAddress: nextSource() }, resolve);
     req.on('error', reject);
     req.end(body);
   });
@@ -63,16 +74,21 @@ async function readAll(res) {
 
 // Resolves once the connection is open and idle; rejects with what went wrong.
 const open = {
-  tab: (ticket) => new Promise((resolve, reject) => {
-    const ws = new WebSocket(url.replace(/^http/, 'ws'), { headers: { origin }, perMessageDeflate: false });
-    ws.on('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client: { name: 'bench-hold', version: '0' } } })));
+  // credential: a ticket, or { resume } (a tab coming back).
+  tab: (credential) => new Promise((resolve, reject) => {
+    const ticket = typeof credential === 'string' ? credential : null;
+    const ws = new WebSocket(url.replace(/^http/, 'ws'), { headers: { origin }, perMessageDeflate: false, localAddress: nextSource() });
+    const client = { name: 'bench-hold', version: '0' };
+    ws.on('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: ticket ? { ticket, client } : { resume: credential.resume, client } })));
+    let resume = null;
     ws.on('message', (data) => {
       const m = JSON.parse(data.toString());
+      if (m.method === 'relay/resume') resume = m.params.resume;
       if (m.id !== 1) return;
       if (m.result) {
         held.push(() => ws.terminate());
         resolve();
-        ws.on('close', () => reconnect(ticket));
+        ws.on('close', () => reconnect(ticket, useResume ? resume : null));
       } else {
         ws.terminate();
         reject(new Error(`hello: ${m.error?.message}`));
@@ -118,6 +134,7 @@ async function openWithRetry(credential) {
       return tries;
     } catch (error) {
       lastError = String(error.message ?? error);
+      refusals.set(lastError, (refusals.get(lastError) ?? 0) + 1);
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
     }
   }
@@ -125,19 +142,26 @@ async function openWithRetry(credential) {
   return 0;
 }
 
-// Tabs the relay closed, connecting again with their second ticket.
-const re = { closed: 0, back: 0, givenUp: 0, attempts: 0, firstClose: 0 };
+// Tabs the relay closed, connecting again with their credential or their second ticket.
+const re = { closed: 0, back: 0, givenUp: 0, attempts: 0, firstClose: 0, times: [] };
 let stopping = false;
-function reconnect(ticket) {
+function reconnect(ticket, resume) {
   const second = again.get(ticket);
   if (stopping || !second) return;
   again.delete(ticket);
   if (re.closed++ === 0) re.firstClose = Date.now();
-  openWithRetry(second).then((tries) => {
+  if (re.closed === 1) refusals.clear();
+  openWithRetry(resume ? { resume } : second).then((tries) => {
     re.attempts += tries || kMostAttempts;
+    re.times.push(Date.now() - re.firstClose);
     if (tries) re.back += 1; else re.givenUp += 1;
     if (re.back + re.givenUp === re.closed) {
-      console.log(`reheld ${re.back} in ${Date.now() - re.firstClose} ms, ${re.attempts} attempts, ${re.givenUp} given up${re.givenUp ? ` (last refusal: ${lastError})` : ''}`);
+      const at = (q) => re.times.sort((a, b) => a - b)[Math.min(re.times.length - 1, Math.floor(q * re.times.length))];
+      const why = [...refusals].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([what, n]) => `${what} ×${n}`).join('; ');
+      const seconds = new Map();
+      for (const t of re.times) seconds.set(Math.floor(t / 1000), (seconds.get(Math.floor(t / 1000)) ?? 0) + 1);
+      const bySecond = [...seconds].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}s:${n}`).join(' ');
+      console.log(`reheld ${re.back} in ${Date.now() - re.firstClose} ms, ${re.attempts} attempts, ${re.givenUp} given up (back after p50 ${at(0.5)} ms, p90 ${at(0.9)} ms; by second ${bySecond}${why ? `; refusals: ${why}` : ''})`);
     }
   });
 }

@@ -1,12 +1,12 @@
 // bench.mjs --restart N[,N…]: a gateway restarted under its tabs. N tab WebSockets, each of its
 // own account, reach two gateways through nginx (round robin, as a deployment's load balancer
 // would deal them); then `kill -9` of the first gateway and its restart on the same port. Its
-// tabs see their connection close and connect again at once through nginx with a fresh ticket,
-// as the editor's page does. Prints the time until the router routes every tab again (its
-// relay_router_tabs back at N), counted from the kill, how many attempts the tabs made, and each
-// gateway's resident memory per tab before and after. Like the rebuild, this asks the host API
-// to redeem one ticket per tab that comes back: with the reference host API (`php -S`, one
-// process) that is where the time goes.
+// tabs see their connection close and connect again at once through nginx with the resume
+// credential the relay gave them, as the editor's page does (BENCH_RESUME=0: with a fresh ticket
+// each, as the page did before, which the host API redeems one by one: with the reference host
+// API, `php -S`, one process, that is where the time went). Prints the time until the router
+// routes every tab again (its relay_router_tabs back at N), counted from the kill, how many
+// attempts the tabs made, and each gateway's resident memory per tab before and after.
 import { join } from 'node:path';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { startNginx } from '../tests/e2e/lib/nginx.mjs';
@@ -78,7 +78,7 @@ async function restart(n) {
     return {
       n, arrivalMs: Number(arrivalMs), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
-      back: Number(back[1]), attempts: Number(back[3]), givenUp: Number(back[4]),
+      back: Number(back[1]), attempts: Number(back[3]), givenUp: Number(back[4]), tabsSaid: back.input,
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -88,11 +88,12 @@ async function restart(n) {
 
 export async function restarts(levels) {
   const most = mostTabs();
-  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, through nginx (${kWorkers} workers, round robin) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with a fresh ticket. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
+  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, through nginx (${kWorkers} workers, round robin) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
   for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
     const r = await restart(n);
     const kib = (rss, tabs) => (tabs > 0 ? `${(rss / 1024).toFixed(1)} MiB, ${tabs} tabs` : `${(rss / 1024).toFixed(1)} MiB`);
     console.log(`${String(n).padStart(6)} tabs (arrived in ${(r.arrivalMs / 1000).toFixed(1)} s): ${r.before.a} on the killed gateway; every tab routable again ${(r.fromKill / 1000).toFixed(2)} s after the kill [a shard's bar ≤ ${kBarSeconds}: ${r.fromKill / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (the gateway was up again after ${(r.restartMs / 1000).toFixed(2)} s; the lowest router count polled: ${r.lowest}); ${r.back} tabs came back in ${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} GIVEN UP` : ''}`);
     console.log(`        gateways before: killed ${kib(r.before.rssA, r.before.a)}, other ${kib(r.before.rssB, r.before.b)}; after: restarted ${kib(r.after.rssA, r.after.a)}, other ${kib(r.after.rssB, r.after.b)}`);
+    console.log(`        the tabs: ${r.tabsSaid}`);
   }
 }

@@ -72,6 +72,12 @@ std::string GatewayState::RenderMetrics() const {
   text.Add("relay_gateway_tabs",
            "Tabs connected to this gateway.", "gauge",
            static_cast<double>(metrics.tabs_connected.value() - metrics.tabs_disconnected.value()));
+  text.Add("relay_gateway_tab_resumes_total",
+           "Tab hellos with a resume credential instead of a ticket, by outcome.", "counter",
+           metrics.tabs_resumed.value(), "outcome=\"accepted\"");
+  text.Add("relay_gateway_tab_resumes_total",
+           "Tab hellos with a resume credential instead of a ticket, by outcome.", "counter",
+           metrics.tab_resumes_refused.value(), "outcome=\"refused\"");
   text.Add("relay_gateway_router_shards_up", "Router shards with a live link.", "gauge",
            router->ShardsUp());
   text.Add("relay_gateway_calls_in_flight", "Calls of this gateway's agents waiting for a tab.",

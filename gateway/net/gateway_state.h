@@ -81,6 +81,8 @@ struct GatewayMetrics {
   common::Histogram forward_seconds;  // from the agent's request to its answer
   common::Counter tabs_connected;
   common::Counter tabs_disconnected;
+  common::Counter tabs_resumed;         // hellos with a good resume credential
+  common::Counter tab_resumes_refused;  // ... with a bad, expired or signed-out one
   common::Counter connections_refused;  // over --max_connections
   common::Counter mcp_messages[kMcpMethodLabelCount];  // by kMcpMethodLabels
   // HTTP responses on the MCP path by status (kResponseCodes; the last counts any other).

@@ -429,6 +429,12 @@ test('a tab comes back on any gateway with its resume credential instead of a ti
   await first.closed;
 
   // Its gateway is gone (here: it closed); the other gateway takes it back, no ticket asked.
+  const resumes = async (gw, outcome) => {
+    const text = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
+    return Number(new RegExp(`relay_gateway_tab_resumes_total\\{outcome="${outcome}"\\} (\\d+)`).exec(text)[1]);
+  };
+  const acceptedBefore = await resumes(gwAgents, 'accepted');
+  const refusedBefore = await resumes(gwTabs, 'refused');
   const back = new ScriptedTab(gwAgents.wsUrl);
   back.handlers['tools/call'] = async () => ({ content: [{ type: 'text', text: 'from the resumed tab' }] });
   const hello = await back.resume(hint.params.resume);
@@ -459,6 +465,8 @@ test('a tab comes back on any gateway with its resume credential instead of a ti
   assert.equal(refused.error.code, -32001);
   assert.match(refused.error.message, /new ticket/);
   assert.equal((await forged.closed).code, 4401);
+  assert.equal(await resumes(gwAgents, 'accepted') - acceptedBefore, 2);  // back, and the stale one
+  assert.equal(await resumes(gwTabs, 'refused') - refusedBefore, 1);
   newer.close();
 });
 

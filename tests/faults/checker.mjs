@@ -29,7 +29,9 @@
 //    A ticket is redeemed between the connection's hello and its answer, so the other one
 //    qualifies when it sent its hello before the close and had not yet been answered (or
 //    failed) when the displaced tab sent its own hello. Its answer may come after the close:
-//    a stopped gateway answers late, and two drivers' lines are in no causal order.
+//    a stopped gateway answers late, and two drivers' lines are in no causal order. A tab
+//    that came back with its resume credential keeps the place of the ticket connection it
+//    descends from: its hello is that connection's, and it never qualifies as newer.
 // 5. The control group (agent, tab and shard on the hosts no fault touched) saw no error.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -138,7 +140,7 @@ export function check(events, options = {}) {
         settle(e);
         break;
       case 'tab_hello':
-        (hellos.get(e.account) ?? hellos.set(e.account, []).get(e.account)).push({ key: tabKey(e), t: e.t, settled: Infinity });
+        (hellos.get(e.account) ?? hellos.set(e.account, []).get(e.account)).push({ key: tabKey(e), t: e.t, settled: Infinity, resumed: Boolean(e.resumed), place: tabKey({ ...e, conn: e.place ?? e.conn }) });
         break;
       case 'tab_fail':
         // A refused ticket was never redeemed: that connection has no place in the order.
@@ -271,8 +273,10 @@ export function check(events, options = {}) {
   for (const e of sorted) {
     if (e.ev !== 'tab_close' || e.code !== 4409) continue;
     const up = upOf.get(tabKey(e));
-    const ownHello = (hellos.get(e.account) ?? []).findLast((h) => h.key === tabKey(e))?.t ?? up?.t ?? Infinity;
-    const newer = (hellos.get(e.account) ?? []).some((h) => h.key !== tabKey(e) && h.t <= e.t && h.settled > ownHello);
+    const own = (hellos.get(e.account) ?? []).findLast((h) => h.key === tabKey(e));
+    const placeOf = (h) => (h?.resumed ? (hellos.get(e.account) ?? []).findLast((p) => p.key === h.place) : h);
+    const ownHello = placeOf(own)?.t ?? up?.t ?? Infinity;
+    const newer = (hellos.get(e.account) ?? []).some((h) => h.key !== tabKey(e) && !h.resumed && h.t <= e.t && h.settled > ownHello);
     if (newer) {
       figures.olderTabsDisplaced++;
     } else {

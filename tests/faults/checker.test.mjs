@@ -158,6 +158,23 @@ test('4: a tab is newer by its redemption, between its hello and its answer, whe
   }
 });
 
+test('4: a tab that came back with its resume credential keeps its ticket connection\'s place and is never the newer one', () => {
+  const only = { ...options, accounts: { carol: accounts.carol } };
+  const ev = (ev, t, gw, conn, more = {}) => ({ ev, t, account: 'carol', gw, conn, ...more });
+  // carol's tab on gw3 (ticket, conn 1); its gateway dies, it resumes (conn 2, place 1) after a
+  // newer tab on gw1 was answered; then the router displaces the resumed one: fine.
+  const base = [
+    ev('tab_hello', 90, 'gw3', 1, { resumed: false, place: 1 }), ev('tab_up', 100, 'gw3', 1), ev('tab_close', 500, 'gw3', 1, { code: 1006 }),
+    ev('tab_hello', 1000, 'gw1', 1, { resumed: false, place: 1 }), ev('tab_up', 1010, 'gw1', 1),
+    ev('tab_hello', 2000, 'gw3', 2, { resumed: true, place: 1 }), ev('tab_up', 2010, 'gw3', 2),
+  ];
+  const fine = check([...base, ev('tab_close', 2500, 'gw3', 2, { code: 4409 })], only);
+  assert.equal(fine.total, 0, report(fine));
+  // The newer tab displaced while the resumed one was coming back: a violation.
+  const wrong = check([...base, ev('tab_close', 2500, 'gw1', 1, { code: 4409 })], only);
+  assert.equal(wrong.violations[4].length, 1, report(wrong));
+});
+
 test('5: any error of a control account is a violation, whatever its kind', () => {
   const r = check(call('z1', { account: 'carol', gw: 'gw3', tab: false, done: relayError('The relay is restarting and could not reach the editor. Try again in a moment.') }), options);
   assert.equal(r.violations[5].length, 1, report(r));

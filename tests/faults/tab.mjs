@@ -1,6 +1,7 @@
 // The fault suite's editor tab: the tab protocol (TAB-PROTOCOL.md) over a real WebSocket,
-// reconnecting as ReconnectingTab in tests/e2e/lib/tab.mjs does (after any close but 4409:
-// 2 s, 4 s, 8 s … at most 30 s, each time with a new ticket), and recording everything the
+// reconnecting as the editor's page does (after any close but 4409: 2 s, 4 s, 8 s … at most
+// 30 s, with the relay's resume credential while it holds, else with a new ticket), and
+// recording everything the
 // checker needs: each connection (conn, a number per account), each call it receives (the
 // relay's id and the call's nonce), each notifications/cancelled, each answer, each close.
 //
@@ -19,6 +20,9 @@ export class FaultTab {
     this.stopped = false;
     this.displaced = false;
     this.ws = null;
+    this.resume = null;       // the relay's last resume credential (relay/resume)
+    this.resumeExpires = 0;
+    this.place = 0;           // the ticket connection whose place in the order a resume keeps
   }
 
   async run() {
@@ -26,8 +30,8 @@ export class FaultTab {
     while (!this.stopped) {
       const conn = ++this.conn;
       try {
-        const ticket = await this.getTicket();
-        const code = await this.connect(conn, ticket, () => { delay = 2000; });
+        const resume = this.resume && Date.now() < this.resumeExpires - 5000 ? this.resume : null;
+        const code = await this.connect(conn, resume ? { resume } : { ticket: await this.getTicket() }, () => { delay = 2000; });
         if (code === 4409) {
           // Displaced: a person's tab that lost to another does not come back by itself.
           this.displaced = true;
@@ -42,8 +46,9 @@ export class FaultTab {
     }
   }
 
-  // One connection: open, hello, serve until closed. Resolves with the close code.
-  connect(conn, ticket, onUp) {
+  // One connection: open, hello ({ ticket } or { resume }), serve until closed. Resolves with
+  // the close code.
+  connect(conn, credential, onUp) {
     return new Promise((resolve, reject) => {
       // A gateway that hangs (SIGSTOP) accepts TCP but never answers: bounded waits.
       const ws = new WebSocket(this.url, { origin: this.origin, handshakeTimeout: 5000 });
@@ -60,13 +65,22 @@ export class FaultTab {
       ws.on('open', () => {
         // The checker orders tabs by this moment: the ticket is redeemed (the tab's place in
         // its account's order is fixed) between the hello and its answer.
-        this.emit({ ev: 'tab_hello', account: this.account, gw: this.gw, conn });
-        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client: { name: 'fault-tab', version: '1.0.0' } } }));
+        // A resumed connection keeps the place of the ticket connection it descends from.
+        if (!credential.resume) this.place = conn;
+        this.emit({ ev: 'tab_hello', account: this.account, gw: this.gw, conn, resumed: Boolean(credential.resume), place: this.place });
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ...credential, client: { name: 'fault-tab', version: '1.0.0' } } }));
       });
       ws.on('close', (code, reason) => {
         clearTimeout(helloTimer);
         for (const { timer } of calls.values()) clearTimeout(timer);
         if (this.connected === conn) this.connected = null;
+        if (code === 4401) this.resume = null;  // refused: a ticket next time
+        if (!up && code === 4409) {
+          // Came back with its credential after a newer tab took the account: it stays off.
+          this.emit({ ev: 'tab_fail', account: this.account, gw: this.gw, conn, error: 'displaced before the hello was answered' });
+          resolve(code);
+          return;
+        }
         if (!up) {
           reject(new Error(`closed before the hello was answered: ${code} ${reason}`));
           return;
@@ -121,6 +135,11 @@ export class FaultTab {
             clearTimeout(call.timer);
             calls.delete(id);
           }
+          return;
+        }
+        if (m.method === 'relay/resume') {
+          this.resume = m.params?.resume ?? null;
+          this.resumeExpires = Date.now() + Number(m.params?.expiresIn ?? 0) * 1000;
           return;
         }
         if (m.method === 'relay/displaced') {

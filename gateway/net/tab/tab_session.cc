@@ -221,20 +221,16 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   if (phase_ != State::kRedeeming) {
     return;
   }
-  nlohmann::json id = nlohmann::json::parse(hello_id_, nullptr, false);
   switch (verdict.kind) {
     case AuthVerdict::Kind::kOk:
       break;
     case AuthVerdict::Kind::kInvalid:
     case AuthVerdict::Kind::kLockedOut:
-      Send(EncodeError(id, -32001, "invalid ticket"));
-      CloseWith(kCloseBadTicket, "invalid ticket");
-      return;
+      return RefuseHello(-32001, "invalid ticket", kCloseBadTicket, "invalid ticket");
     case AuthVerdict::Kind::kUnavailable:
-      Send(EncodeError(id, kInternalError,
-                       "the account service could not be reached; reconnect with a new ticket"));
-      CloseWith(kCloseTryLater, "account service unavailable");
-      return;
+      return RefuseHello(kInternalError,
+                         "the account service could not be reached; reconnect with a new ticket",
+                         kCloseTryLater, "account service unavailable");
   }
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
@@ -242,23 +238,28 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   Admit();
 }
 
+void TabSession::RefuseHello(int rpc_code, absl::string_view message, uint16_t close_code,
+                             absl::string_view reason) {
+  Send(EncodeError(nlohmann::json::parse(hello_id_, nullptr, false), rpc_code, message));
+  CloseWith(close_code, reason);
+}
+
 void TabSession::Resume(absl::string_view credential) {
   // Checked here, on this thread: an HMAC, no host API, so that the tabs of a gateway
   // that went away come back as fast as the gateways can take them.
   absl::StatusOr<TabResume> resume = services_.resumes.Verify(credential, absl::Now());
   if (!resume.ok()) {
-    nlohmann::json id = nlohmann::json::parse(hello_id_, nullptr, false);
-    Send(EncodeError(id, -32001, "invalid or expired resume credential; connect again with a new ticket"));
-    CloseWith(kCloseBadTicket, "invalid or expired resume credential");
-    return;
+    services_.metrics.tab_resumes_refused.Add();
+    return RefuseHello(-32001,
+                       "invalid or expired resume credential; connect again with a new ticket",
+                       kCloseBadTicket, "invalid or expired resume credential");
   }
   if (services_.signed_out.EndedSince(resume->account,
                                      resume->expires - TabResumeSigner::kLifetime)) {
     // As a live tab of the account was told (PostSignedOut): sign in again.
-    nlohmann::json id = nlohmann::json::parse(hello_id_, nullptr, false);
-    Send(EncodeError(id, -32001, "the account's sign-in has ended; sign in again"));
-    CloseWith(kCloseSignedOut, "signed out");
-    return;
+    services_.metrics.tab_resumes_refused.Add();
+    return RefuseHello(-32001, "the account's sign-in has ended; sign in again", kCloseSignedOut,
+                       "signed out");
   }
   announcement_.account = std::move(resume->account);
   announcement_.role = std::move(resume->role);
@@ -266,6 +267,7 @@ void TabSession::Resume(absl::string_view credential) {
   // keeps it, and this connection beats its own stale one (one resume more).
   announcement_.generation = resume->generation;
   announcement_.resumes = resume->resumes + 1;
+  services_.metrics.tabs_resumed.Add();
   Admit();
 }
 
@@ -289,10 +291,8 @@ void TabSession::Admit() {
   // Registered first, then asked: either the drain's list of tabs has this
   // one, or the drain began before and is seen here.
   if (services_.draining.load()) {
-    Send(EncodeError(nlohmann::json::parse(hello_id_, nullptr, false), kInternalError,
-                     "the relay is shutting down; reconnect"));
-    CloseWith(kCloseGoingAway, "relay shutting down");
-    return;
+    return RefuseHello(kInternalError, "the relay is shutting down; reconnect", kCloseGoingAway,
+                       "relay shutting down");
   }
   announced_ = true;
   Announce();

@@ -75,6 +75,9 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // Live: a tab heard from since the last look is fine; one that was not
   // gets a ping; one that did not answer it either is dropped.
   void OnKeepAlive();
+  // The hello's error answer, then the close.
+  void RefuseHello(int rpc_code, absl::string_view message, uint16_t close_code,
+                   absl::string_view reason);
   // The hello brought a resume credential instead of a ticket.
   void Resume(absl::string_view credential);
   // The account is known (redeemed or resumed): registered and announced.

@@ -44,6 +44,7 @@ export class ScriptedTab {
 
   async onMessage(message) {
     this.received.push(message);
+    if (message.method === 'relay/resume') this.resumeAt = Date.now();  // its lifetime counts from here
     this.waiters = this.waiters.filter((w) => !(w.test(message) && (w.resolve(message), true)));
     if (message.method && message.id !== undefined) {
       const handler = this.handlers[message.method];
@@ -85,10 +86,15 @@ export class ScriptedTab {
     return this.helloWith({ resume: credential, client });
   }
 
+  // Resolves with the answer, or with { closed: code } when the socket closes first (a tab
+  // that came back with its credential after a newer one took over is displaced unanswered).
   async helloWith(params) {
     await this.open();
     this.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params });
-    return this.waitFor((m) => m.id === 1 && (m.result || m.error));
+    return Promise.race([
+      this.waitFor((m) => m.id === 1 && (m.result || m.error)),
+      this.closed.then(({ code }) => ({ closed: code })),
+    ]);
   }
 
   // The latest relay/resume credential the relay gave this connection (waits for the first).
@@ -102,8 +108,9 @@ export class ScriptedTab {
   }
 }
 
-// A tab that reconnects as TAB-PROTOCOL.md says: after a close (not 4409), wait 2 s, 4 s,
-// 8 s … at most 30 s, and connect again with a new ticket. Counts every tools/call it gets.
+// A tab that reconnects as the editor's page does: after a close (not 4409), wait 2 s, 4 s,
+// 8 s … at most 30 s, and connect again with the relay's resume credential while it holds,
+// else with a new ticket. Counts every tools/call it gets.
 export class ReconnectingTab {
   constructor(url, getTicket, handler) {
     this.url = url;
@@ -124,8 +131,13 @@ export class ReconnectingTab {
           this.calls.push(params);
           return this.handler(params);
         };
-        const hello = await tab.hello(await this.getTicket());
-        if (!hello.result) throw new Error(JSON.stringify(hello.error));
+        const resume = this.resume && Date.now() < this.resumeExpires - 5000 ? this.resume : null;
+        const hello = resume ? await tab.resume(resume) : await tab.hello(await this.getTicket());
+        if (hello.closed === 4409) return;
+        if (!hello.result) {
+          this.resume = null;
+          throw new Error(JSON.stringify(hello.error ?? hello));
+        }
         this.current = tab;
         this.connections++;
         this.connectedAt = Date.now();
@@ -133,6 +145,11 @@ export class ReconnectingTab {
         this.onConnected();
         const { code } = await tab.closed;
         this.current = undefined;
+        const latest = tab.received.filter((m) => m.method === 'relay/resume').at(-1);
+        if (latest) {
+          this.resume = latest.params.resume;
+          this.resumeExpires = tab.resumeAt + latest.params.expiresIn * 1000;
+        }
         if (code === 4409) return;
       } catch {
         // refused or dropped: try again after the backoff
