@@ -53,9 +53,9 @@ class Gateway::Parts {
   TrustedProxies proxies;
   SessionIdSigner signer;
   TabResumeSigner resumes;
-  // Users whose sign-in ended within a credential's lifetime (at most 100,000: past that,
-  // every credential signed before the oldest one dropped is refused).
-  SignedOutUsers signed_out{TabResumeSigner::kLifetime, 100'000};
+  // Users whose sign-in ended within a chain of credentials' lifetime (at most 100,000: past
+  // that, every chain that began before the oldest one dropped is refused).
+  SignedOutUsers signed_out{TabResumeSigner::kChainLifetime, 100'000};
   EndedSessions ended;
   TouchThrottle touches;
   McpDispatcher dispatcher;

@@ -52,7 +52,8 @@ ABSL_FLAG(absl::Duration, idle_timeout, absl::Seconds(120),
 ABSL_FLAG(int, max_json_depth, relay::gateway::kDefaultMaxJsonDepth,
           "deepest nesting of JSON accepted from agents and tabs");
 ABSL_FLAG(absl::Duration, tab_ping_interval, absl::Seconds(25),
-          "WebSocket ping interval; a tab that misses two is dropped");
+          "WebSocket ping interval; a tab that misses two is dropped (at most 2m: each ping's "
+          "turn also renews the tab's resume credential)");
 ABSL_FLAG(absl::Duration, tab_hello_timeout, absl::Seconds(10), "time for a tab's relay/hello");
 ABSL_FLAG(absl::Duration, sse_keepalive, absl::Seconds(15), "keep-alive comment interval on SSE");
 ABSL_FLAG(absl::Duration, start_link_wait, absl::Seconds(5),
@@ -110,6 +111,12 @@ int main(int argc, char** argv) {
   options.max_connections = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_connections));
   options.header_timeout = absl::GetFlag(FLAGS_header_timeout);
   options.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  // The keep-alive's turn renews a live tab's resume credential once it is half its lifetime
+  // old: a longer interval would let the tab's credential lapse while it is connected.
+  if (absl::GetFlag(FLAGS_tab_ping_interval) > absl::Minutes(2) ||
+      absl::GetFlag(FLAGS_tab_ping_interval) <= absl::ZeroDuration()) {
+    common::Fatal("--tab_ping_interval must be above 0 and at most 2m");
+  }
   options.tab_idle_timeout = absl::GetFlag(FLAGS_tab_ping_interval) * 2;
   options.hello_timeout = absl::GetFlag(FLAGS_tab_hello_timeout);
   options.sse_keepalive = absl::GetFlag(FLAGS_sse_keepalive);

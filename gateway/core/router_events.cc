@@ -93,7 +93,7 @@ relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab) 
   up->set_client_name(tab.client_name);
   up->set_client_version(tab.client_version);
   up->set_generation(tab.generation);
-  up->set_resumes(tab.resumes);
+  up->set_resumed_at(tab.resumed_at);
   return event;
 }
 

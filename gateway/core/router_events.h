@@ -39,7 +39,9 @@ struct TabAnnouncement {
   std::string client_name;
   std::string client_version;
   uint64_t generation = 0;  // when its ticket was redeemed: the newest tab wins
-  uint32_t resumes = 0;     // connections resumed since: a stale connection loses the tie
+  // When a tab that came back with its resume credential was admitted (Unix µs, this
+  // gateway's clock; 0 for a ticket): of one generation, the latest connection holds.
+  uint64_t resumed_at = 0;
 };
 // A tab is up (after its ticket was redeemed, and again after a link came back), and gone.
 relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab);

@@ -17,7 +17,7 @@ std::string TabResumeSigner::Sign(const TabResume& resume) const {
   nlohmann::json payload = {{"a", resume.account},
                             {"r", resume.role},
                             {"g", resume.generation},
-                            {"n", resume.resumes},
+                            {"s", absl::ToUnixMillis(resume.signed_in)},
                             {"e", absl::ToUnixMillis(resume.expires)}};
   return sealed_.Seal(payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
@@ -30,7 +30,7 @@ absl::StatusOr<TabResume> TabResumeSigner::Verify(absl::string_view text, absl::
   }
   auto payload = nlohmann::json::parse(*json, nullptr, /*allow_exceptions=*/false);
   if (!payload.is_object() || !payload["a"].is_string() || !payload["r"].is_string() ||
-      !payload["g"].is_number_unsigned() || !payload["n"].is_number_unsigned() ||
+      !payload["g"].is_number_unsigned() || !payload["s"].is_number_integer() ||
       !payload["e"].is_number_integer()) {
     return invalid();
   }
@@ -38,12 +38,12 @@ absl::StatusOr<TabResume> TabResumeSigner::Verify(absl::string_view text, absl::
   resume.account = payload["a"].get<std::string>();
   resume.role = payload["r"].get<std::string>();
   resume.generation = payload["g"].get<uint64_t>();
-  resume.resumes = payload["n"].get<uint32_t>();
+  resume.signed_in = absl::FromUnixMillis(payload["s"].get<int64_t>());
   resume.expires = absl::FromUnixMillis(payload["e"].get<int64_t>());
   if (resume.account.empty()) {
     return invalid();
   }
-  if (now >= resume.expires) {
+  if (now >= resume.expires || now >= resume.signed_in + kChainLifetime) {
     return absl::DeadlineExceededError("the resume credential has expired");
   }
   return resume;

@@ -156,7 +156,7 @@ void RouterCore::OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& o
   record.client_version = up.client_version();
   record.connected_at = absl::Now();
   record.generation = up.generation();
-  record.resumes = up.resumes();
+  record.resumed_at = up.resumed_at();
   AttachResult attach = table_.Attach(std::move(record));
   if (!attach.attached) {
     // An older tab announced after a newer one (its gateway relinked, or its

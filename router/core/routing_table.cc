@@ -16,8 +16,8 @@ AttachResult RoutingTable::Attach(TabRecord tab) {
       it->second = std::move(tab);
       return result;
     }
-    if (std::pair(it->second.generation, it->second.resumes) >
-        std::pair(tab.generation, tab.resumes)) {
+    if (std::pair(it->second.generation, it->second.resumed_at) >
+        std::pair(tab.generation, tab.resumed_at)) {
       result.attached = false;
       result.displaced = std::move(tab);
       return result;

@@ -38,8 +38,8 @@ struct TabRecord {
   uint64_t generation = 0;
   // Of two connections of one generation (a tab that came back with a resume
   // credential, and its stale connection announced again by a relinking
-  // gateway), the one resumed more often holds it (TabUp.resumes).
-  uint32_t resumes = 0;
+  // gateway), the one admitted later holds it (TabUp.resumed_at).
+  uint64_t resumed_at = 0;
 };
 
 // What Attach did: the tab is now its account's (attached), or a newer one
@@ -56,7 +56,7 @@ struct AttachResult {
 class RoutingTable {
  public:
   // Makes tab its account's tab unless the account's tab is newer (a higher
-  // generation, or the same one resumed more often). The same tab announced again (after a link loss) keeps its
+  // generation, or the same one admitted later). The same tab announced again (after a link loss) keeps its
   // place and displaces nothing.
   AttachResult Attach(TabRecord tab) ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -276,7 +276,9 @@ export function check(events, options = {}) {
     const own = (hellos.get(e.account) ?? []).findLast((h) => h.key === tabKey(e));
     const placeOf = (h) => (h?.resumed ? (hellos.get(e.account) ?? []).findLast((p) => p.key === h.place) : h);
     const ownHello = placeOf(own)?.t ?? up?.t ?? Infinity;
-    const newer = (hellos.get(e.account) ?? []).some((h) => h.key !== tabKey(e) && !h.resumed && h.t <= e.t && h.settled > ownHello);
+    // Not its own chain: the ticket connection it descends from is older by definition.
+    const ownPlace = own?.place ?? tabKey(e);
+    const newer = (hellos.get(e.account) ?? []).some((h) => h.key !== tabKey(e) && h.key !== ownPlace && !h.resumed && h.t <= e.t && h.settled > ownHello);
     if (newer) {
       figures.olderTabsDisplaced++;
     } else {

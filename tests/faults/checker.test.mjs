@@ -173,6 +173,14 @@ test('4: a tab that came back with its resume credential keeps its ticket connec
   // The newer tab displaced while the resumed one was coming back: a violation.
   const wrong = check([...base, ev('tab_close', 2500, 'gw1', 1, { code: 4409 })], only);
   assert.equal(wrong.violations[4].length, 1, report(wrong));
+  // A resumed tab displaced with no newer tab about (its own chain's stale connection
+  // announced again): a violation, however old its ticket connection.
+  const own = check([
+    ev('tab_hello', 90, 'gw3', 1, { resumed: false, place: 1 }), ev('tab_up', 100, 'gw3', 1), ev('tab_close', 500, 'gw3', 1, { code: 1006 }),
+    ev('tab_hello', 2000, 'gw3', 2, { resumed: true, place: 1 }), ev('tab_up', 2010, 'gw3', 2),
+    ev('tab_close', 2500, 'gw3', 2, { code: 4409 }),
+  ], only);
+  assert.equal(own.violations[4].length, 1, report(own));
 });
 
 test('5: any error of a control account is a violation, whatever its kind', () => {

@@ -74,7 +74,7 @@ export class FaultTab {
         clearTimeout(helloTimer);
         for (const { timer } of calls.values()) clearTimeout(timer);
         if (this.connected === conn) this.connected = null;
-        if (code === 4401) this.resume = null;  // refused: a ticket next time
+        if (code === 4401 || code === 4403) this.resume = null;  // refused: a ticket next time
         if (!up && code === 4409) {
           // Came back with its credential after a newer tab took the account: it stays off.
           this.emit({ ev: 'tab_fail', account: this.account, gw: this.gw, conn, error: 'displaced before the hello was answered' });

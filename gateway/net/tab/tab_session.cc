@@ -235,6 +235,7 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
   announcement_.generation = verdict.generation;
+  signed_in_ = absl::Now();
   Admit();
 }
 
@@ -254,20 +255,13 @@ void TabSession::Resume(absl::string_view credential) {
                        "invalid or expired resume credential; connect again with a new ticket",
                        kCloseBadTicket, "invalid or expired resume credential");
   }
-  if (services_.signed_out.EndedSince(resume->account,
-                                     resume->expires - TabResumeSigner::kLifetime)) {
-    // As a live tab of the account was told (PostSignedOut): sign in again.
-    services_.metrics.tab_resumes_refused.Add();
-    return RefuseHello(-32001, "the account's sign-in has ended; sign in again", kCloseSignedOut,
-                       "signed out");
-  }
   announcement_.account = std::move(resume->account);
   announcement_.role = std::move(resume->role);
   // Its place in the account's order is its first ticket's: a newer tab of the account
-  // keeps it, and this connection beats its own stale one (one resume more).
+  // keeps it, and this connection beats its own stale one (admitted later).
   announcement_.generation = resume->generation;
-  announcement_.resumes = resume->resumes + 1;
-  services_.metrics.tabs_resumed.Add();
+  announcement_.resumed_at = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
+  signed_in_ = resume->signed_in;
   Admit();
 }
 
@@ -277,7 +271,7 @@ void TabSession::SendResume() {
   resume.account = announcement_.account;
   resume.role = announcement_.role;
   resume.generation = announcement_.generation;
-  resume.resumes = announcement_.resumes;
+  resume.signed_in = signed_in_;
   resume.expires = resume_signed_ + TabResumeSigner::kLifetime;
   Send(EncodeNotification(
       "relay/resume",
@@ -293,6 +287,19 @@ void TabSession::Admit() {
   if (services_.draining.load()) {
     return RefuseHello(kInternalError, "the relay is shutting down; reconnect", kCloseGoingAway,
                        "relay shutting down");
+  }
+  // The same for a sign-in that ended (authsvc's user-wide revocation): recorded before the
+  // registry is walked, so a revocation that comes now either finds this tab there or is
+  // seen here. A resumed chain that began before it is refused as a live tab is told.
+  if (services_.signed_out.EndedSince(announcement_.account, signed_in_)) {
+    if (announcement_.resumed_at != 0) {
+      services_.metrics.tab_resumes_refused.Add();
+    }
+    return RefuseHello(-32001, "the account's sign-in has ended; sign in again", kCloseSignedOut,
+                       "signed out");
+  }
+  if (announcement_.resumed_at != 0) {
+    services_.metrics.tabs_resumed.Add();
   }
   announced_ = true;
   Announce();

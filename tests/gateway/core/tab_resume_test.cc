@@ -16,7 +16,7 @@ TabResume Sample() {
   resume.account = "alice";
   resume.role = "user";
   resume.generation = 1'800'000'000'123'456;
-  resume.resumes = 3;
+  resume.signed_in = kNow - absl::Hours(1);
   resume.expires = kNow + TabResumeSigner::kLifetime;
   return resume;
 }
@@ -29,7 +29,7 @@ TEST(TabResumeSigner, ACredentialOneGatewaySignedVerifiesOnAnotherWithTheSecret)
   EXPECT_EQ(resume->account, "alice");
   EXPECT_EQ(resume->role, "user");
   EXPECT_EQ(resume->generation, 1'800'000'000'123'456u);
-  EXPECT_EQ(resume->resumes, 3u);
+  EXPECT_EQ(resume->signed_in, kNow - absl::Hours(1));
   EXPECT_EQ(resume->expires, kNow + TabResumeSigner::kLifetime);
 }
 
@@ -38,6 +38,16 @@ TEST(TabResumeSigner, AnExpiredCredentialIsRefused) {
   std::string text = signer.Sign(Sample());
   EXPECT_TRUE(signer.Verify(text, kNow + TabResumeSigner::kLifetime - absl::Milliseconds(1)).ok());
   EXPECT_THAT(signer.Verify(text, kNow + TabResumeSigner::kLifetime),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+}
+
+TEST(TabResumeSigner, AChainOfCredentialsEndsHalfADayAfterItsTicket) {
+  TabResumeSigner signer("s");
+  TabResume resume = Sample();
+  resume.signed_in = kNow - TabResumeSigner::kChainLifetime + absl::Seconds(1);
+  EXPECT_TRUE(signer.Verify(signer.Sign(resume), kNow).ok());
+  resume.signed_in = kNow - TabResumeSigner::kChainLifetime;
+  EXPECT_THAT(signer.Verify(signer.Sign(resume), kNow),
               StatusIs(absl::StatusCode::kDeadlineExceeded));
 }
 

@@ -67,13 +67,13 @@ TEST(RoutingTable, AnOlderTabAnnouncedLaterDoesNotDisplaceANewerOne) {
 }
 
 // A tab came back with its resume credential on gateway 2 (its generation
-// kept, one resume more) while gateway 1 still held its old connection; gateway
+// kept, admitted later) while gateway 1 still held its old connection; gateway
 // 1 relinks and announces that stale connection again: the resumed one keeps
 // the account, whichever came last. A newer tab still beats any resume.
-TEST(RoutingTable, OfOneGenerationTheConnectionResumedMoreOftenHoldsTheAccount) {
+TEST(RoutingTable, OfOneGenerationTheConnectionAdmittedLaterHoldsTheAccount) {
   RoutingTable table;
   TabRecord resumed = Tab(2, 9, "alice", /*generation=*/100);
-  resumed.resumes = 1;
+  resumed.resumed_at = 1'000;
   table.Attach(resumed);
   AttachResult stale = table.Attach(Tab(1, 1, "alice", /*generation=*/100));
   EXPECT_FALSE(stale.attached);
@@ -82,7 +82,7 @@ TEST(RoutingTable, OfOneGenerationTheConnectionResumedMoreOftenHoldsTheAccount) 
   EXPECT_EQ(table.Find("alice"), (TabRef{2, 9}));
 
   TabRecord resumed_again = Tab(3, 4, "alice", /*generation=*/100);
-  resumed_again.resumes = 7;
+  resumed_again.resumed_at = 2'000;
   EXPECT_TRUE(table.Attach(resumed_again).attached);
   AttachResult newer = table.Attach(Tab(1, 2, "alice", /*generation=*/101));
   EXPECT_TRUE(newer.attached);
