@@ -27,7 +27,9 @@ ABSL_FLAG(std::string, authorization_server, "",
           "the host application's OAuth issuer URL; with --public_url, the relay serves its "
           "protected resource metadata and every 401 points there");
 ABSL_FLAG(std::string, catalogue, "", "path of the catalogue tools.json");
-ABSL_FLAG(std::string, session_secret_file, "", "file with the secret that signs session ids, requestStates and tabs' resume credentials");
+ABSL_FLAG(std::string, session_secret_file, "",
+          "file with the secret that signs session ids, requestStates and tabs' resume "
+          "credentials");
 ABSL_FLAG(std::string, trusted_proxies, "", "CIDRs whose X-Real-IP / X-Forwarded-For is believed");
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(30), "deadline of one forwarded request");
 ABSL_FLAG(bool, modern_era, true,

@@ -14,12 +14,13 @@ void SignedOutUsers::Add(absl::string_view user, absl::Time at) {
   if (ended_.size() <= max_users_) {
     return;
   }
-  // Full: what no credential can outlive goes first; if that is not enough, the oldest
-  // entries, and the floor refuses every credential signed before them.
+  // Full: what no chain can outlive goes first; if that is not enough, the oldest
+  // entries, and the floor refuses every chain begun before them.
   DropOlderThan(at - horizon_);
   while (ended_.size() > max_users_) {
-    auto oldest = std::min_element(ended_.begin(), ended_.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto oldest = std::min_element(
+        ended_.begin(), ended_.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
     floor_ = std::max(floor_, oldest->second);
     ended_.erase(oldest);
   }

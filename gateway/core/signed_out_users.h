@@ -12,11 +12,11 @@
 namespace relay::gateway {
 
 // Users whose sign-in ended lately (authsvc pushed a user-wide revocation: the
-// password changed, the account went), so that a resume credential signed
-// before that moment does not bring their tab back: it must fetch a ticket,
-// which the host API refuses. An entry is needed only as long as a credential
-// signed before it could still be good (`horizon`, the credentials' lifetime).
-// Bounded: past `max_users` the oldest entries go, and every credential signed
+// password changed, the account went), so that a chain of resume credentials
+// begun before that moment does not bring their tab back: it must fetch a
+// ticket, which the host API refuses. An entry is needed only as long as a
+// chain begun before it could still be good (`horizon`, a chain's lifetime).
+// Bounded: past `max_users` the oldest entries go, and every chain begun
 // before the newest entry dropped is refused. Thread-safe; plain C++.
 class SignedOutUsers {
  public:
@@ -24,8 +24,8 @@ class SignedOutUsers {
 
   void Add(absl::string_view user, absl::Time at) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Whether user's sign-in ended at or after `signed_at` (a credential signed
-  // then is no longer good).
+  // Whether user's sign-in ended at or after `signed_at` (a chain begun then
+  // is no longer good).
   bool EndedSince(absl::string_view user, absl::Time signed_at) const ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);

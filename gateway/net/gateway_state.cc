@@ -101,7 +101,8 @@ GatewayState::OperatorAnswer GatewayState::AnswerOperator(absl::string_view path
 }
 
 void GatewayState::Wire() {
-  tab_services.emplace(TabServices{options, gateway_id, *auth, *resumes, *signed_out, *router, *tabs, metrics, draining});
+  tab_services.emplace(TabServices{options, gateway_id, *auth, *resumes, *signed_out, *router,
+                                   *tabs, metrics, draining});
   stream_services.emplace(StreamServices{options, *router, *streams, *ended, metrics});
 }
 

@@ -56,8 +56,8 @@ struct AttachResult {
 class RoutingTable {
  public:
   // Makes tab its account's tab unless the account's tab is newer (a higher
-  // generation, or the same one admitted later). The same tab announced again (after a link loss) keeps its
-  // place and displaces nothing.
+  // generation, or the same one admitted later). The same tab announced again
+  // (after a link loss) keeps its place and displaces nothing.
   AttachResult Attach(TabRecord tab) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Removes the tab if it is still its account's tab; false if it was not

@@ -75,7 +75,8 @@ TEST(TabResumeSigner, ARequestStateUnderTheSameSecretIsNotACredential) {
   state.account = "alice";
   state.expires = kNow + absl::Minutes(1);
   std::string text = RequestStateSigner("s").Sign(state);
-  EXPECT_THAT(TabResumeSigner("s").Verify(text, kNow), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(TabResumeSigner("s").Verify(text, kNow),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   // Even with its prefix changed: the keys differ.
   std::string renamed = "tr1." + text.substr(4);
   EXPECT_THAT(TabResumeSigner("s").Verify(renamed, kNow),
