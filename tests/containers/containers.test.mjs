@@ -28,9 +28,9 @@ let ports, env, browser, page;
 
 
 // scripts/containers.sh with this run's project, ports and demo password; throws with its output.
-function containers(args, { allowFail = false, timeout = 1800000 } = {}) {
+function containers(args, { allowFail = false, timeout = 1800000, env: runEnv = env } = {}) {
   const started = Date.now();
-  const r = spawnSync('bash', [join(repoRoot, 'scripts', 'containers.sh'), ...args], { env, encoding: 'utf8', timeout, maxBuffer: 64 << 20 });
+  const r = spawnSync('bash', [join(repoRoot, 'scripts', 'containers.sh'), ...args], { env: runEnv, encoding: 'utf8', timeout, maxBuffer: 64 << 20 });
   const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
   if (r.status !== 0 && !allowFail) {
     throw new Error(`containers.sh ${args.join(' ')} exited ${r.status ?? r.signal}:\n${out.slice(-4000)}`);
@@ -118,6 +118,23 @@ async function openEditor() {
 }
 const waitForConnected = (timeout = 60000) => page.waitForFunction(() => /^Connected as/.test(document.querySelector('#status').textContent), null, { timeout });
 
+// A run killed from outside (ctest's timeout, a machine stopped mid-run) leaves its project up,
+// and with it the DNAT rules of its published ports: every later connection to 127.0.0.1 on such
+// a port, whoever listens there now, goes to a container (this once failed a unit test's gRPC
+// server on an ephemeral port). So each run first takes down the projects of runs whose test
+// process is gone.
+function removeAbandonedProjects() {
+  const names = [['ps', '-a', '--format', '{{index .Labels "com.docker.compose.project"}}'],
+    ['network', 'ls', '--format', '{{.Name}}'], ['volume', 'ls', '--format', '{{.Name}}']]
+    .flatMap((args) => { const r = spawnSync('podman', args, { encoding: 'utf8' }); return r.status === 0 ? r.stdout.split('\n') : []; });
+  const alive = (pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('containers.test.mjs'); } catch { return false; } };
+  const abandoned = new Set(names.map((n) => /^relay-test-(\d+)/.exec(n)).filter((m) => m && !alive(m[1])).map((m) => m[0]));
+  for (const name of abandoned) {
+    console.log(`taking down ${name}, left up by a run that ended without its own clean-up`);
+    containers(['down', '-v'], { allowFail: true, env: { ...env, RELAY_COMPOSE_PROJECT: name } });
+  }
+}
+
 before(async () => {
   ports = { http: await freePort(), hostapi: await freePort(), prometheus: await freePort() };
   env = {
@@ -129,6 +146,7 @@ before(async () => {
     DEMO_PASSWORD: randomBytes(9).toString('base64url'),
   };
   if (process.getuid() !== 0) throw new Error('the containers test needs root (rootful podman); it does not skip');
+  removeAbandonedProjects();
   // Built as users build it (compose's --build, layer cache allowed), then up with 3 gateways.
   const built = containers(['compose', 'build']);
   figures['image build (s, layer cache allowed)'] = built.seconds;
