@@ -1,6 +1,6 @@
 // What the benchmark's modes share: the peers, the load tools, /proc readings, accounts.
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { binDir, repoRoot, startProcess } from '../tests/e2e/lib/stack.mjs';
 
@@ -20,6 +20,21 @@ export function cpuSeconds(pid) {
   } catch {
     return 0;
   }
+}
+// The same for a process and its children (nginx's workers, the PHP server's), which /proc
+// counts apart from their parent until it has waited for them.
+export function treeCpuSeconds(pid) {
+  let total = cpuSeconds(pid);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (Number(fields[1]) === pid) total += cpuSeconds(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 export const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 

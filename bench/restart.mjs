@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { startNginx } from '../tests/e2e/lib/nginx.mjs';
-import { makeAccounts, mintTickets, node, nodeEnv, rssKiB } from './lib.mjs';
+import { makeAccounts, mintTickets, node, nodeEnv, rssKiB, treeCpuSeconds } from './lib.mjs';
 import { heldBy, mostConnections, openFileLimit } from './connections.mjs';
 
 const kBarSeconds = 2;  // issue 29's bar for a shard's rebuild, shown beside this one too
@@ -44,7 +44,7 @@ async function restart(n) {
   let nginx = null;
   try {
     const [a, b] = stack.gateways;
-    nginx = await startNginx(stack.dir, [a.port, b.port], { workers: kWorkers, workerConnections: openFileLimit() - 200 });
+    nginx = await startNginx(stack.dir, [a.port, b.port], { workers: kWorkers, workerConnections: openFileLimit() - 200, upstreamSources: 8 });
     stack.procs.push(nginx);
     const router = stack.routers[0];
     const accounts = makeAccounts(stack, n, 'g', { tokens: false });
@@ -60,6 +60,12 @@ async function restart(n) {
     holder.write(accounts.map((acc, i) => `${acc.ticket} ${second[i]}`).join('\n') + '\n\n');
     await holder.waitForLine((l) => l === 'second tickets taken', 'the holder to take the second tickets');
 
+    // Who spends the CPU of the storm: every process but the killed gateway, from the kill until
+    // every tab is routable (the restarted gateway: all it spent since it started).
+    const spenders = { 'other gateway': b, router, nginx, 'the tabs (bench)': holder, 'host API': stack.hostapi, authsvc: stack.authsvc };
+    const cpuOf = () => Object.fromEntries(Object.entries(spenders).map(([name, p]) => [name, treeCpuSeconds(p.child.pid)]));
+    const cpuBefore = cpuOf();
+    const nginxLinesBefore = nginx.lines.length;
     const killedAt = Date.now();
     await a.stop('SIGKILL');
     const restarted = await stack.restartGateway(0);
@@ -73,12 +79,21 @@ async function restart(n) {
       return count === n && (await gatewayTabs(restarted)) + (await gatewayTabs(b)) === n;
     }, `the router to count ${n} tabs again`, 120000);
     const routableAt = Date.now();
+    const cpuAfter = cpuOf();
+    // What nginx complained of meanwhile, by kind (its numbers and addresses left out).
+    const complaints = {};
+    for (const line of nginx.lines.slice(nginxLinesBefore)) {
+      const kind = line.replace(/^\S+ \S+ \[\w+\] \d+#\d+: (\*\d+ )?/, '').replace(/,.*$/, '').replace(/\d+/g, 'N');
+      complaints[kind] = (complaints[kind] ?? 0) + 1;
+    }
+    const cpu = { 'restarted gateway': treeCpuSeconds(restarted.child.pid) };
+    for (const name of Object.keys(spenders)) cpu[name] = cpuAfter[name] - cpuBefore[name];
     const back = await holder.waitForLine((l) => /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), 'the tabs to be back', 60000);
     const after = { a: await gatewayTabs(restarted), b: await gatewayTabs(b), rssA: rssKiB(restarted.child.pid), rssB: rssKiB(b.child.pid) };
     return {
       n, arrivalMs: Number(arrivalMs), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
-      back: Number(back[1]), attempts: Number(back[3]), givenUp: Number(back[4]), tabsSaid: back.input,
+      cpu, complaints, back: Number(back[1]), attempts: Number(back[3]), givenUp: Number(back[4]), tabsSaid: back.input,
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -95,5 +110,9 @@ export async function restarts(levels) {
     console.log(`${String(n).padStart(6)} tabs (arrived in ${(r.arrivalMs / 1000).toFixed(1)} s): ${r.before.a} on the killed gateway; every tab routable again ${(r.fromKill / 1000).toFixed(2)} s after the kill [a shard's bar ≤ ${kBarSeconds}: ${r.fromKill / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (the gateway was up again after ${(r.restartMs / 1000).toFixed(2)} s; the lowest router count polled: ${r.lowest}); ${r.back} tabs came back in ${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} GIVEN UP` : ''}`);
     console.log(`        gateways before: killed ${kib(r.before.rssA, r.before.a)}, other ${kib(r.before.rssB, r.before.b)}; after: restarted ${kib(r.after.rssA, r.after.a)}, other ${kib(r.after.rssB, r.after.b)}`);
     console.log(`        the tabs: ${r.tabsSaid}`);
+    const complaints = Object.entries(r.complaints).sort((x, y) => y[1] - x[1]).slice(0, 4);
+    if (complaints.length) console.log(`        nginx meanwhile: ${complaints.map(([kind, count]) => `${kind} ×${count}`).join('; ')}`);
+    const relay = r.cpu['restarted gateway'] + r.cpu['other gateway'] + r.cpu.router;
+    console.log(`        CPU from the kill until routable (s, of ${(r.fromKill / 1000).toFixed(2)} s on 2 cores): ${Object.entries(r.cpu).map(([name, s]) => `${name} ${s.toFixed(2)}`).join(', ')}; the relay's own (gateways and router) ${relay.toFixed(2)}`);
   }
 }

@@ -41,26 +41,35 @@ ${http}
 `, { mode: 0o600 });
 }
 
-// Starts nginx proxying to the given upstream ports. extraHeaders: lines of
+// Starts nginx proxying to the given upstream ports. Its listen queue is as long as the machine
+// allows (net.core.somaxconn), not nginx's 511: a restarted gateway's tabs reconnect within the
+// same moment, and a full queue drops their SYNs, which the kernel sends again 1 s, 3 s, 7 s
+// later (deploy/nginx.conf does the same). extraHeaders: lines of
 // proxy_set_header (the conformance run adds the bearer). Resolves once it answers.
 // workers, workerConnections: see writeConf (the bench's restart mode raises them).
-export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '', workers = 1, workerConnections = 4096 } = {}) {
+// upstreamSources: connect to the gateways from that many loopback addresses (127.0.0.10 …)
+// instead of one. The kernel looks for each connect's ephemeral port among those already used
+// towards the same gateway, and with ten thousand connections from one address that walk makes
+// nginx's CPU grow with the square of a storm (the bench's restart of 9,500 tabs: 8.7 s of it).
+export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '', workers = 1, workerConnections = 4096, upstreamSources = 0 } = {}) {
   port = port ?? await freePort();
   const prefix = join(dir, `nginx-${port}`);
   mkdirSync(prefix, { recursive: true });
   const servers = upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=5s;`).join('\n');
+  const sources = Array.from({ length: upstreamSources }, (_, i) => `    ${i === upstreamSources - 1 ? '*' : `${(100 / upstreamSources).toFixed(2)}%`} 127.0.0.${10 + i};`).join('\n');
   writeConf(prefix, `
   map $http_upgrade $connection_upgrade { default upgrade; '' ''; }
+${upstreamSources > 0 ? `  split_clients "\${remote_addr}\${remote_port}" $upstream_source {\n${sources}\n  }` : ''}
   upstream gateways {
 ${servers}
     keepalive 64;
   }
   server {
-    listen 127.0.0.1:${port}${workers > 1 ? ' reuseport' : ''};
+    listen 127.0.0.1:${port}${workers > 1 ? ' reuseport' : ''} backlog=4096;
     client_max_body_size 5m;
     location / {
       proxy_pass http://gateways;
-      proxy_http_version 1.1;
+      proxy_http_version 1.1;${upstreamSources > 0 ? '\n      proxy_bind $upstream_source;' : ''}
       proxy_set_header Host $http_host;
       proxy_set_header Upgrade $http_upgrade;
       proxy_set_header Connection $connection_upgrade;
