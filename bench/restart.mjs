@@ -6,7 +6,8 @@
 // each, as the page did before, which the host API redeems one by one: with the reference host
 // API, `php -S`, one process, that is where the time went). Prints the time until the router
 // routes every tab again (its relay_router_tabs back at N), counted from the kill, how many
-// attempts the tabs made, and each gateway's resident memory per tab before and after.
+// attempts the tabs made, each gateway's resident memory per tab before and after, the CPU each
+// process spent from the kill until then, and what nginx and the other gateway complained of.
 import { join } from 'node:path';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { startNginx } from '../tests/e2e/lib/nginx.mjs';
@@ -15,6 +16,7 @@ import { heldBy, mostConnections, openFileLimit } from './connections.mjs';
 
 const kBarSeconds = 2;  // issue 29's bar for a shard's rebuild, shown beside this one too
 const kWorkers = 2;     // nginx workers: each may hold openFileLimit() descriptors, two per tab
+const kHolders = 2;     // the bench's processes holding the tabs (one per core)
 
 async function routerTabs(router) {
   try {
@@ -49,23 +51,31 @@ async function restart(n) {
     const router = stack.routers[0];
     const accounts = makeAccounts(stack, n, 'g', { tokens: false });
     const url = `http://127.0.0.1:${nginx.port}/mcp`;
-    const holder = startProcess('tabs', node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin: accounts.map((acc) => acc.ticket).join('\n') + '\n\n', keepStdin: true });
-    holders.push(holder);
-    const [, , arrivalMs] = await heldBy(holder);
+    // The tabs, split over kHolders processes: one Node process making 9,500 WebSocket handshakes
+    // at once is a full core for 2.7 s, longer than the relay's whole part of the restart.
+    const shares = Array.from({ length: kHolders }, (_, h) => accounts.filter((_, i) => i % kHolders === h));
+    for (const [h, share] of shares.entries()) {
+      holders.push(startProcess(`tabs ${h}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin: share.map((acc) => acc.ticket).join('\n') + '\n\n', keepStdin: true }));
+    }
+    const arrivalMs = Math.max(...(await Promise.all(holders.map((h) => heldBy(h)))).map((m) => Number(m[2])));
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 60000);
     const before = { a: await gatewayTabs(a), b: await gatewayTabs(b), rssA: rssKiB(a.child.pid), rssB: rssKiB(b.child.pid) };
 
     // Each tab's ticket to come back with, made now: tickets live 60 s.
     const second = mintTickets(stack, 'g', n);
-    holder.write(accounts.map((acc, i) => `${acc.ticket} ${second[i]}`).join('\n') + '\n\n');
-    await holder.waitForLine((l) => l === 'second tickets taken', 'the holder to take the second tickets');
+    const secondOf = new Map(accounts.map((acc, i) => [acc.ticket, second[i]]));
+    for (const [h, share] of shares.entries()) {
+      holders[h].write(share.map((acc) => `${acc.ticket} ${secondOf.get(acc.ticket)}`).join('\n') + '\n\n');
+      await holders[h].waitForLine((l) => l === 'second tickets taken', 'the holder to take the second tickets');
+    }
 
     // Who spends the CPU of the storm: every process but the killed gateway, from the kill until
     // every tab is routable (the restarted gateway: all it spent since it started).
-    const spenders = { 'other gateway': b, router, nginx, 'the tabs (bench)': holder, 'host API': stack.hostapi, authsvc: stack.authsvc };
-    const cpuOf = () => Object.fromEntries(Object.entries(spenders).map(([name, p]) => [name, treeCpuSeconds(p.child.pid)]));
+    const spenders = { 'other gateway': [b], router: [router], nginx: [nginx], 'the tabs (bench)': holders, 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
+    const cpuOf = () => Object.fromEntries(Object.entries(spenders).map(([name, ps]) => [name, ps.reduce((sum, p) => sum + treeCpuSeconds(p.child.pid), 0)]));
     const cpuBefore = cpuOf();
     const nginxLinesBefore = nginx.lines.length;
+    const otherLinesBefore = b.lines.length;
     const killedAt = Date.now();
     await a.stop('SIGKILL');
     const restarted = await stack.restartGateway(0);
@@ -86,14 +96,23 @@ async function restart(n) {
       const kind = line.replace(/^\S+ \S+ \[\w+\] \d+#\d+: (\*\d+ )?/, '').replace(/,.*$/, '').replace(/\d+/g, 'N');
       complaints[kind] = (complaints[kind] ?? 0) + 1;
     }
+    // And what the other gateway said that was not routine (its warnings and errors, by message).
+    const said = {};
+    for (const line of b.lines.slice(otherLinesBefore)) {
+      const m = /"level":"(warn|error)".*?"msg":"([^"]*)"/.exec(line);
+      if (m) said[m[2]] = (said[m[2]] ?? 0) + 1;
+    }
     const cpu = { 'restarted gateway': treeCpuSeconds(restarted.child.pid) };
     for (const name of Object.keys(spenders)) cpu[name] = cpuAfter[name] - cpuBefore[name];
-    const back = await holder.waitForLine((l) => /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), 'the tabs to be back', 60000);
+    // Each holder's tabs that were on the killed gateway, back: summed over the holders.
+    const backs = await Promise.all(holders.map((h) => h.waitForLine((l) => /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), 'the tabs to be back', 60000)));
+    const sum = (k) => backs.reduce((total, m) => total + Number(m[k]), 0);
+    const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
     const after = { a: await gatewayTabs(restarted), b: await gatewayTabs(b), rssA: rssKiB(restarted.child.pid), rssB: rssKiB(b.child.pid) };
     return {
-      n, arrivalMs: Number(arrivalMs), before, after, lowest,
+      n, arrivalMs, before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
-      cpu, complaints, back: Number(back[1]), attempts: Number(back[3]), givenUp: Number(back[4]), tabsSaid: back.input,
+      cpu, complaints, said, back: back.tabs, attempts: back.attempts, givenUp: back.givenUp, tabsSaid: back.said,
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -103,7 +122,7 @@ async function restart(n) {
 
 export async function restarts(levels) {
   const most = mostTabs();
-  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, through nginx (${kWorkers} workers, round robin) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
+  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes, through nginx (${kWorkers} workers, round robin, connecting from 8 addresses) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
   for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
     const r = await restart(n);
     const kib = (rss, tabs) => (tabs > 0 ? `${(rss / 1024).toFixed(1)} MiB, ${tabs} tabs` : `${(rss / 1024).toFixed(1)} MiB`);
@@ -112,6 +131,8 @@ export async function restarts(levels) {
     console.log(`        the tabs: ${r.tabsSaid}`);
     const complaints = Object.entries(r.complaints).sort((x, y) => y[1] - x[1]).slice(0, 4);
     if (complaints.length) console.log(`        nginx meanwhile: ${complaints.map(([kind, count]) => `${kind} ×${count}`).join('; ')}`);
+    const said = Object.entries(r.said).sort((x, y) => y[1] - x[1]).slice(0, 4);
+    if (said.length) console.log(`        the other gateway meanwhile: ${said.map(([msg, count]) => `${msg} ×${count}`).join('; ')}`);
     const relay = r.cpu['restarted gateway'] + r.cpu['other gateway'] + r.cpu.router;
     console.log(`        CPU from the kill until routable (s, of ${(r.fromKill / 1000).toFixed(2)} s on 2 cores): ${Object.entries(r.cpu).map(([name, s]) => `${name} ${s.toFixed(2)}`).join(', ')}; the relay's own (gateways and router) ${relay.toFixed(2)}`);
   }
