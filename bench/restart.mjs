@@ -93,7 +93,9 @@ async function restart(n) {
     // What nginx complained of meanwhile, by kind (its numbers and addresses left out).
     const complaints = {};
     for (const line of nginx.lines.slice(nginxLinesBefore)) {
-      const kind = line.replace(/^\S+ \S+ \[\w+\] \d+#\d+: (\*\d+ )?/, '').replace(/,.*$/, '').replace(/\d+/g, 'N');
+      const upstream = Number(/upstream: "http:\/\/127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+      const towards = upstream === a.port ? ' (the restarted gateway)' : upstream === b.port ? ' (the other gateway)' : '';
+      const kind = line.replace(/^\S+ \S+ \[\w+\] \d+#\d+: (\*\d+ )?/, '').replace(/,.*$/, '').replace(/\d+/g, 'N') + towards;
       complaints[kind] = (complaints[kind] ?? 0) + 1;
     }
     // And what the other gateway said that was not routine (its warnings and errors, by message).
