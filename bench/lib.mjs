@@ -12,27 +12,26 @@ export const origin = 'http://editor.test';
 export const wrkScript = join(shared, 'tools-call.lua');
 export const callBody = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}';
 
+// The fields of /proc/PID/stat after the command's name (state first), or null if it is gone.
+function statFields(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  } catch {
+    return null;
+  }
+}
+
 // CPU seconds (user + system) a process has used so far, from /proc.
 export function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
+  const fields = statFields(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) / 100 : 0;
 }
 // The same for a process and its children (nginx's workers, the PHP server's), which /proc
 // counts apart from their parent until it has waited for them.
 export function treeCpuSeconds(pid) {
   let total = cpuSeconds(pid);
   for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (Number(fields[1]) === pid) total += cpuSeconds(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
+    if (/^\d+$/.test(entry) && Number(statFields(entry)?.[1]) === pid) total += cpuSeconds(entry);
   }
   return total;
 }

@@ -16,8 +16,9 @@ namespace relay::gateway {
 // begun before that moment does not bring their tab back: it must fetch a
 // ticket, which the host API refuses. An entry is needed only as long as a
 // chain begun before it could still be good (`horizon`, a chain's lifetime).
-// Bounded: past `max_users` the oldest entries go, and every chain begun
-// before the newest entry dropped is refused. Thread-safe; plain C++.
+// Bounded: past `max_users` the oldest entries go (a tenth of the room at
+// once), and every chain begun before the newest entry dropped is refused.
+// Thread-safe; plain C++.
 class SignedOutUsers {
  public:
   SignedOutUsers(absl::Duration horizon, size_t max_users);

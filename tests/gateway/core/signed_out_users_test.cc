@@ -1,5 +1,7 @@
 #include "gateway/core/signed_out_users.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace relay::gateway {
@@ -30,6 +32,23 @@ TEST(SignedOutUsers, FullItForgetsWhatNoCredentialOutlivesThenRefusesBelowAFloor
   EXPECT_TRUE(users.EndedSince("anyone", kT0 + absl::Minutes(6)));
   EXPECT_FALSE(users.EndedSince("anyone", kT0 + absl::Minutes(6) + absl::Seconds(1)));
   EXPECT_TRUE(users.EndedSince("erin", kT0 + absl::Minutes(8)));
+}
+
+TEST(SignedOutUsers, AtTheCapItMakesATenthOfTheRoomAtOnce) {
+  SignedOutUsers users(absl::Hours(12), 100);
+  for (int i = 0; i < 101; ++i) {
+    users.Add("user" + std::to_string(i), kT0 + absl::Seconds(i));
+  }
+  // The 11 oldest went at once: the next ten sign-outs need no scan.
+  EXPECT_EQ(users.size(), 90u);
+  EXPECT_TRUE(users.EndedSince("user10", kT0 + absl::Seconds(10)));
+  EXPECT_TRUE(users.EndedSince("anyone", kT0 + absl::Seconds(10)));
+  EXPECT_FALSE(users.EndedSince("anyone", kT0 + absl::Seconds(11)));
+  EXPECT_TRUE(users.EndedSince("user11", kT0 + absl::Seconds(11)));
+  for (int i = 101; i < 111; ++i) {
+    users.Add("user" + std::to_string(i), kT0 + absl::Seconds(i));
+  }
+  EXPECT_EQ(users.size(), 100u);
 }
 
 }  // namespace
