@@ -35,6 +35,20 @@ export function treeCpuSeconds(pid) {
   }
   return total;
 }
+// The kernel's TCP counters (/proc/net/snmp's Tcp and /proc/net/netstat's TcpExt), by name: the
+// bench prints what moved during a storm (resets sent and why, listen queues overflowed).
+export function tcpCounters() {
+  const counters = {};
+  for (const file of ['/proc/net/snmp', '/proc/net/netstat']) {
+    const lines = readFileSync(file, 'utf8').split('\n');
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      const [names, values] = [lines[i].split(/\s+/), lines[i + 1].split(/\s+/)];
+      if (!/^Tcp(Ext)?:$/.test(names[0])) continue;
+      names.slice(1).forEach((name, k) => { counters[`${names[0].slice(0, -1)}${name}`] = Number(values[k + 1]); });
+    }
+  }
+  return counters;
+}
 export const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
 
 // Runs a command to its end; input, if given, is its standard input (secrets go there).

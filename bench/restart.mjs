@@ -9,14 +9,29 @@
 // attempts the tabs made, each gateway's resident memory per tab before and after, the CPU each
 // process spent from the kill until then, and what nginx and the other gateway complained of.
 import { join } from 'node:path';
-import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
+import { binDir, repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { startNginx } from '../tests/e2e/lib/nginx.mjs';
-import { makeAccounts, mintTickets, node, nodeEnv, rssKiB, treeCpuSeconds } from './lib.mjs';
+import { makeAccounts, mintTickets, node, nodeEnv, rssKiB, tcpCounters, treeCpuSeconds } from './lib.mjs';
 import { heldBy, mostConnections, openFileLimit } from './connections.mjs';
 
 const kBarSeconds = 2;  // issue 29's bar for a shard's rebuild, shown beside this one too
-const kWorkers = 2;     // nginx workers: each may hold openFileLimit() descriptors, two per tab
+// nginx workers: each may hold openFileLimit() descriptors, two per tab. Four, so that each holds
+// under 15/16 of its worker_connections with every tab on: beyond that nginx makes room by closing
+// connections that have not yet sent their request (at warn level, "worker_connections are not
+// enough, reusing connections"), which a tab sees as a reset; with two workers at 19,000 tabs it
+// reset about 450 tabs in each restart, which tried again 0.2-1 s later.
+const kWorkers = 4;
 const kHolders = 2;     // the bench's processes holding the tabs (one per core)
+// The tabs are held by relay-tabholder (bench/tab_holder.cc), a load tool of C++; BENCH_HOLDER=node
+// holds them with bench/hold.mjs, the Node `ws` client, as before: its 9,500 handshakes cost 2.6 s
+// of CPU on the two cores the relay restarts on, more than the relay's own part.
+const nodeHolder = process.env.BENCH_HOLDER === 'node';
+// The kernel's TCP counters printed when they moved during the storm: resets sent and why (a
+// close with unread data, with a full buffer, on a timeout), and listen queues that overflowed.
+const kTcpCounters = ['TcpOutRsts', 'TcpEstabResets', 'TcpAttemptFails', 'TcpExtTCPAbortOnData', 'TcpExtTCPAbortOnClose',
+  'TcpExtTCPAbortOnMemory', 'TcpExtTCPAbortOnTimeout', 'TcpExtTCPAbortOnLinger', 'TcpExtTCPAbortFailed',
+  'TcpExtListenOverflows', 'TcpExtListenDrops', 'TcpExtTCPReqQFullDrop', 'TcpExtTCPBacklogDrop',
+  'TcpExtTCPTimeWaitOverflow', 'TcpExtTCPSynRetrans', 'TcpExtTCPChallengeACK', 'TcpExtTCPSYNChallenge'];
 
 async function routerTabs(router) {
   try {
@@ -55,9 +70,13 @@ async function restart(n) {
     // at once is a full core for 2.7 s, longer than the relay's whole part of the restart.
     const shares = Array.from({ length: kHolders }, (_, h) => accounts.filter((_, i) => i % kHolders === h));
     for (const [h, share] of shares.entries()) {
-      holders.push(startProcess(`tabs ${h}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin: share.map((acc) => acc.ticket).join('\n') + '\n\n', keepStdin: true }));
+      const stdin = share.map((acc) => acc.ticket).join('\n') + '\n\n';
+      holders.push(nodeHolder
+        ? startProcess(`tabs ${h}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin, keepStdin: true })
+        : startProcess(`tabs ${h}`, join(binDir, 'relay-tabholder'), [`--url=${url}`, '--batch=500', `--sources=${process.env.BENCH_SOURCES ?? 8}`, `--resume=${process.env.BENCH_RESUME !== '0'}`], { stdin, keepStdin: true }));
     }
-    const arrivalMs = Math.max(...(await Promise.all(holders.map((h) => heldBy(h)))).map((m) => Number(m[2])));
+    const helds = await Promise.all(holders.map((h) => heldBy(h)));
+    const arrivalMs = Math.max(...helds.map((m) => Number(m[2])));
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 60000);
     const before = { a: await gatewayTabs(a), b: await gatewayTabs(b), rssA: rssKiB(a.child.pid), rssB: rssKiB(b.child.pid) };
 
@@ -76,6 +95,7 @@ async function restart(n) {
     const cpuBefore = cpuOf();
     const nginxLinesBefore = nginx.lines.length;
     const otherLinesBefore = b.lines.length;
+    const tcpBefore = tcpCounters();
     const killedAt = Date.now();
     await a.stop('SIGKILL');
     const restarted = await stack.restartGateway(0);
@@ -90,6 +110,8 @@ async function restart(n) {
     }, `the router to count ${n} tabs again`, 120000);
     const routableAt = Date.now();
     const cpuAfter = cpuOf();
+    const tcpAfter = tcpCounters();
+    const tcp = kTcpCounters.map((name) => [name, tcpAfter[name] - tcpBefore[name]]).filter(([, d]) => d > 0);
     // What nginx complained of meanwhile, by kind (its numbers and addresses left out).
     const complaints = {};
     for (const line of nginx.lines.slice(nginxLinesBefore)) {
@@ -112,9 +134,9 @@ async function restart(n) {
     const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
     const after = { a: await gatewayTabs(restarted), b: await gatewayTabs(b), rssA: rssKiB(restarted.child.pid), rssB: rssKiB(b.child.pid) };
     return {
-      n, arrivalMs, before, after, lowest,
+      n, arrivalMs, arrivalSaid: helds.map((m) => m.input).join('\n                  '), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
-      cpu, complaints, said, back: back.tabs, attempts: back.attempts, givenUp: back.givenUp, tabsSaid: back.said,
+      cpu, tcp, complaints, said, back: back.tabs, attempts: back.attempts, givenUp: back.givenUp, tabsSaid: back.said,
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -124,17 +146,19 @@ async function restart(n) {
 
 export async function restarts(levels) {
   const most = mostTabs();
-  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes, through nginx (${kWorkers} workers, round robin, connecting from 8 addresses) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
+  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes (${nodeHolder ? 'bench/hold.mjs, BENCH_HOLDER=node' : 'relay-tabholder'}), through nginx (${kWorkers} workers, round robin, connecting from 8 addresses) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
   for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
     const r = await restart(n);
     const kib = (rss, tabs) => (tabs > 0 ? `${(rss / 1024).toFixed(1)} MiB, ${tabs} tabs` : `${(rss / 1024).toFixed(1)} MiB`);
     console.log(`${String(n).padStart(6)} tabs (arrived in ${(r.arrivalMs / 1000).toFixed(1)} s): ${r.before.a} on the killed gateway; every tab routable again ${(r.fromKill / 1000).toFixed(2)} s after the kill [a shard's bar ≤ ${kBarSeconds}: ${r.fromKill / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (the gateway was up again after ${(r.restartMs / 1000).toFixed(2)} s; the lowest router count polled: ${r.lowest}); ${r.back} tabs came back in ${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} GIVEN UP` : ''}`);
+    console.log(`        the tabs' arrival: ${r.arrivalSaid}`);
     console.log(`        gateways before: killed ${kib(r.before.rssA, r.before.a)}, other ${kib(r.before.rssB, r.before.b)}; after: restarted ${kib(r.after.rssA, r.after.a)}, other ${kib(r.after.rssB, r.after.b)}`);
     console.log(`        the tabs: ${r.tabsSaid}`);
     const complaints = Object.entries(r.complaints).sort((x, y) => y[1] - x[1]).slice(0, 4);
     if (complaints.length) console.log(`        nginx meanwhile: ${complaints.map(([kind, count]) => `${kind} ×${count}`).join('; ')}`);
     const said = Object.entries(r.said).sort((x, y) => y[1] - x[1]).slice(0, 4);
     if (said.length) console.log(`        the other gateway meanwhile: ${said.map(([msg, count]) => `${msg} ×${count}`).join('; ')}`);
+    if (r.tcp.length) console.log(`        the kernel's TCP counters meanwhile (the whole machine's): ${r.tcp.map(([name, d]) => `${name} +${d}`).join(', ')}`);
     const relay = r.cpu['restarted gateway'] + r.cpu['other gateway'] + r.cpu.router;
     console.log(`        CPU from the kill until routable (s, of ${(r.fromKill / 1000).toFixed(2)} s on 2 cores): ${Object.entries(r.cpu).map(([name, s]) => `${name} ${s.toFixed(2)}`).join(', ')}; the relay's own (gateways and router) ${relay.toFixed(2)}`);
   }
