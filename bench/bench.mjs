@@ -28,6 +28,9 @@
 //   bench/run.sh --restart 2000,max
 //                                  N tabs through nginx on two gateways, kill -9 and restart of
 //                                  one: the time until every tab is routable again
+//   bench/run.sh --restart max --restart-from all
+//                                  the same with every tab on the gateway killed (three gateways;
+//                                  the tabs come back through nginx to the other two)
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
@@ -52,6 +55,7 @@ const { values: opts } = parseArgs({
     rebuild: { type: 'string' },
     'rebuild-via': { type: 'string', default: 'tabs' },
     restart: { type: 'string' },
+    'restart-from': { type: 'string', default: 'half' },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -256,7 +260,7 @@ if (opts.accounts) {
 } else if (opts.connections) {
   await connections(opts.connections.split(','));
 } else if (opts.restart) {
-  await restarts(opts.restart.split(','));
+  await restarts(opts.restart.split(','), opts['restart-from']);
 } else if (opts.machine) {
   await machine();
 } else {

@@ -55,17 +55,24 @@ async function gatewayTabs(gw) {
 // gateway hold (all of them, while the other restarts).
 export const mostTabs = () => Math.min(mostConnections(), Math.floor(kWorkers * (openFileLimit() - 200) / 2 / 1000) * 1000);
 
-async function restart(n) {
-  const stack = await startStack({ gateways: 2, users: [] });
+// from: 'half' (two gateways, the tabs dealt to both by nginx, half of them on the one killed) or
+// 'all' (three gateways, every tab first on the one killed, straight to it; they come back
+// through nginx to the other two, as the tabs of a gateway holding 19,000 would).
+async function restart(n, from) {
+  const stack = await startStack({ gateways: from === 'all' ? 3 : 2, users: [] });
   const holders = [];
   let nginx = null;
   try {
-    const [a, b] = stack.gateways;
-    nginx = await startNginx(stack.dir, [a.port, b.port], { workers: kWorkers, workerConnections: openFileLimit() - 200, upstreamSources: 8 });
+    const [a, ...others] = stack.gateways;
+    const sumOver = (values) => values.reduce((x, y) => x + y, 0);
+    const othersTabs = async () => sumOver(await Promise.all(others.map(gatewayTabs)));
+    const othersRss = () => sumOver(others.map((g) => rssKiB(g.child.pid)));
+    nginx = await startNginx(stack.dir, stack.gateways.map((g) => g.port), { workers: kWorkers, workerConnections: openFileLimit() - 200, upstreamSources: 8 });
     stack.procs.push(nginx);
     const router = stack.routers[0];
     const accounts = makeAccounts(stack, n, 'g', { tokens: false });
     const url = `http://127.0.0.1:${nginx.port}/mcp`;
+    if (from === 'all' && nodeHolder) throw new Error('--restart-from all needs relay-tabholder (not BENCH_HOLDER=node)');
     // The tabs, split over kHolders processes: one Node process making 9,500 WebSocket handshakes
     // at once is a full core for 2.7 s, longer than the relay's whole part of the restart.
     const shares = Array.from({ length: kHolders }, (_, h) => accounts.filter((_, i) => i % kHolders === h));
@@ -73,12 +80,12 @@ async function restart(n) {
       const stdin = share.map((acc) => acc.ticket).join('\n') + '\n\n';
       holders.push(nodeHolder
         ? startProcess(`tabs ${h}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin, keepStdin: true })
-        : startProcess(`tabs ${h}`, join(binDir, 'relay-tabholder'), [`--url=${url}`, '--batch=500', `--sources=${process.env.BENCH_SOURCES ?? 8}`, `--resume=${process.env.BENCH_RESUME !== '0'}`], { stdin, keepStdin: true }));
+        : startProcess(`tabs ${h}`, join(binDir, 'relay-tabholder'), [`--url=${url}`, ...(from === 'all' ? [`--first_url=${a.url}`] : []), '--batch=500', `--sources=${process.env.BENCH_SOURCES ?? 8}`, `--resume=${process.env.BENCH_RESUME !== '0'}`], { stdin, keepStdin: true }));
     }
     const helds = await Promise.all(holders.map((h) => heldBy(h)));
     const arrivalMs = Math.max(...helds.map((m) => Number(m[2])));
     await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 60000);
-    const before = { a: await gatewayTabs(a), b: await gatewayTabs(b), rssA: rssKiB(a.child.pid), rssB: rssKiB(b.child.pid) };
+    const before = { a: await gatewayTabs(a), b: await othersTabs(), rssA: rssKiB(a.child.pid), rssB: othersRss() };
 
     // Each tab's ticket to come back with, made now: tickets live 60 s.
     const second = mintTickets(stack, 'g', n);
@@ -90,11 +97,11 @@ async function restart(n) {
 
     // Who spends the CPU of the storm: every process but the killed gateway, from the kill until
     // every tab is routable (the restarted gateway: all it spent since it started).
-    const spenders = { 'other gateway': [b], router: [router], nginx: [nginx], 'the tabs (bench)': holders, 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
+    const spenders = { [others.length > 1 ? 'other gateways' : 'other gateway']: others, router: [router], nginx: [nginx], 'the tabs (bench)': holders, 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
     const cpuOf = () => Object.fromEntries(Object.entries(spenders).map(([name, ps]) => [name, ps.reduce((sum, p) => sum + treeCpuSeconds(p.child.pid), 0)]));
     const cpuBefore = cpuOf();
     const nginxLinesBefore = nginx.lines.length;
-    const otherLinesBefore = b.lines.length;
+    const otherLinesBefore = others.map((g) => g.lines.length);
     const tcpBefore = tcpCounters();
     const killedAt = Date.now();
     await a.stop('SIGKILL');
@@ -106,7 +113,7 @@ async function restart(n) {
     await waitUntil(async () => {
       const count = await routerTabs(router);
       if (count >= 0) lowest = Math.min(lowest, count);
-      return count === n && (await gatewayTabs(restarted)) + (await gatewayTabs(b)) === n;
+      return count === n && (await gatewayTabs(restarted)) + (await othersTabs()) === n;
     }, `the router to count ${n} tabs again`, 120000);
     const routableAt = Date.now();
     const cpuAfter = cpuOf();
@@ -116,13 +123,13 @@ async function restart(n) {
     const complaints = {};
     for (const line of nginx.lines.slice(nginxLinesBefore)) {
       const upstream = Number(/upstream: "http:\/\/127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
-      const towards = upstream === a.port ? ' (the restarted gateway)' : upstream === b.port ? ' (the other gateway)' : '';
+      const towards = upstream === a.port ? ' (the restarted gateway)' : others.some((g) => g.port === upstream) ? ' (another gateway)' : '';
       const kind = line.replace(/^\S+ \S+ \[\w+\] \d+#\d+: (\*\d+ )?/, '').replace(/,.*$/, '').replace(/\d+/g, 'N') + towards;
       complaints[kind] = (complaints[kind] ?? 0) + 1;
     }
-    // And what the other gateway said that was not routine (its warnings and errors, by message).
+    // And what the other gateways said that was not routine (their warnings and errors, by message).
     const said = {};
-    for (const line of b.lines.slice(otherLinesBefore)) {
+    for (const line of others.flatMap((g, i) => g.lines.slice(otherLinesBefore[i]))) {
       const m = /"level":"(warn|error)".*?"msg":"([^"]*)"/.exec(line);
       if (m) said[m[2]] = (said[m[2]] ?? 0) + 1;
     }
@@ -132,7 +139,7 @@ async function restart(n) {
     const backs = await Promise.all(holders.map((h) => h.waitForLine((l) => /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), 'the tabs to be back', 60000)));
     const sum = (k) => backs.reduce((total, m) => total + Number(m[k]), 0);
     const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
-    const after = { a: await gatewayTabs(restarted), b: await gatewayTabs(b), rssA: rssKiB(restarted.child.pid), rssB: rssKiB(b.child.pid) };
+    const after = { a: await gatewayTabs(restarted), b: await othersTabs(), rssA: rssKiB(restarted.child.pid), rssB: othersRss() };
     return {
       n, arrivalMs, arrivalSaid: helds.map((m) => m.input).join('\n                  '), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
@@ -144,22 +151,25 @@ async function restart(n) {
   }
 }
 
-export async function restarts(levels) {
+export async function restarts(levels, from = 'half') {
   const most = mostTabs();
-  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes (${nodeHolder ? 'bench/hold.mjs, BENCH_HOLDER=node' : 'relay-tabholder'}), through nginx (${kWorkers} workers, round robin, connecting from 8 addresses) to two gateways; kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
+  const layout = from === 'all'
+    ? 'every tab first straight on the first of three gateways, nginx (round robin) in front of all three'
+    : 'through nginx (round robin) to two gateways';
+  console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes (${nodeHolder ? 'bench/hold.mjs, BENCH_HOLDER=node' : 'relay-tabholder'}), ${layout} (nginx: ${kWorkers} workers, connecting from 8 addresses); kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
   for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
-    const r = await restart(n);
+    const r = await restart(n, from);
     const kib = (rss, tabs) => (tabs > 0 ? `${(rss / 1024).toFixed(1)} MiB, ${tabs} tabs` : `${(rss / 1024).toFixed(1)} MiB`);
     console.log(`${String(n).padStart(6)} tabs (arrived in ${(r.arrivalMs / 1000).toFixed(1)} s): ${r.before.a} on the killed gateway; every tab routable again ${(r.fromKill / 1000).toFixed(2)} s after the kill [a shard's bar ≤ ${kBarSeconds}: ${r.fromKill / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (the gateway was up again after ${(r.restartMs / 1000).toFixed(2)} s; the lowest router count polled: ${r.lowest}); ${r.back} tabs came back in ${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} GIVEN UP` : ''}`);
     console.log(`        the tabs' arrival: ${r.arrivalSaid}`);
-    console.log(`        gateways before: killed ${kib(r.before.rssA, r.before.a)}, other ${kib(r.before.rssB, r.before.b)}; after: restarted ${kib(r.after.rssA, r.after.a)}, other ${kib(r.after.rssB, r.after.b)}`);
+    console.log(`        gateways before: killed ${kib(r.before.rssA, r.before.a)}, others ${kib(r.before.rssB, r.before.b)}; after: restarted ${kib(r.after.rssA, r.after.a)}, others ${kib(r.after.rssB, r.after.b)}`);
     console.log(`        the tabs: ${r.tabsSaid}`);
     const complaints = Object.entries(r.complaints).sort((x, y) => y[1] - x[1]).slice(0, 4);
     if (complaints.length) console.log(`        nginx meanwhile: ${complaints.map(([kind, count]) => `${kind} ×${count}`).join('; ')}`);
     const said = Object.entries(r.said).sort((x, y) => y[1] - x[1]).slice(0, 4);
-    if (said.length) console.log(`        the other gateway meanwhile: ${said.map(([msg, count]) => `${msg} ×${count}`).join('; ')}`);
+    if (said.length) console.log(`        the other gateways meanwhile: ${said.map(([msg, count]) => `${msg} ×${count}`).join('; ')}`);
     if (r.tcp.length) console.log(`        the kernel's TCP counters meanwhile (the whole machine's): ${r.tcp.map(([name, d]) => `${name} +${d}`).join(', ')}`);
-    const relay = r.cpu['restarted gateway'] + r.cpu['other gateway'] + r.cpu.router;
+    const relay = r.cpu['restarted gateway'] + (r.cpu['other gateway'] ?? r.cpu['other gateways']) + r.cpu.router;
     console.log(`        CPU from the kill until routable (s, of ${(r.fromKill / 1000).toFixed(2)} s on 2 cores): ${Object.entries(r.cpu).map(([name, s]) => `${name} ${s.toFixed(2)}`).join(', ')}; the relay's own (gateways and router) ${relay.toFixed(2)}`);
   }
 }

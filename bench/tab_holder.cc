@@ -4,6 +4,9 @@
 // gateways and router together (0.7 s), on the same two cores: the figure was the load tool's.
 // Browsers connect from machines of their own.
 //   relay-tabholder --url http://127.0.0.1:PORT/mcp --batch 500 [--sources 8] [--resume=false]
+//                   [--first_url http://127.0.0.1:GATEWAY/mcp]
+// With --first_url the tabs connect there first and come back through --url: one gateway holds
+// them all, and its restart sends them all through the load balancer.
 // Standard input: one ticket per line, one tab each, then an empty line. Lines
 // `first-ticket second-ticket` may follow at any time, and a tab that the relay closes (its
 // gateway went away) connects again at once, as the editor's page does: with the resume
@@ -41,6 +44,8 @@
 #include "absl/strings/str_cat.h"
 
 ABSL_FLAG(std::string, url, "", "the gateway's (or the load balancer's) http://HOST:PORT/PATH");
+ABSL_FLAG(std::string, first_url, "",
+          "where the tabs connect first, if not --url (a gateway straight, to hold them all)");
 ABSL_FLAG(int, batch, 0, "tabs opened at a time (0: all at once)");
 ABSL_FLAG(int, sources, 8, "loopback source addresses to connect from (127.0.0.2 …)");
 ABSL_FLAG(bool, resume, true, "a closed tab comes back with its resume credential, not a ticket");
@@ -204,9 +209,9 @@ class TabConnection : public std::enable_shared_from_this<TabConnection> {
 // The tabs, their attempts and the figures hold.mjs prints.
 class Holder {
  public:
-  Holder(asio::io_context& io, Target target, int sources, bool use_resume)
-      : io_(io), target_(std::move(target)), sources_(std::max(1, sources)),
-        use_resume_(use_resume) {}
+  Holder(asio::io_context& io, Target first, Target again, int sources, bool use_resume)
+      : io_(io), first_(std::move(first)), again_(std::move(again)),
+        sources_(std::max(1, sources)), use_resume_(use_resume) {}
 
   void Hold(std::vector<std::string> tickets, int batch) {
     tabs_.resize(tickets.size());
@@ -252,7 +257,7 @@ class Holder {
     if (pending_ == 0) return PrintHeld();
     for (; next_ < end; ++next_) {
       Tab& tab = tabs_[next_];
-      Open(tab, HelloWithTicket(tab.ticket), 1, [this](int tries) {
+      Open(tab, first_, HelloWithTicket(tab.ticket), 1, [this](int tries) {
         if (tries == 0) ++given_up_;
         if (--pending_ == 0) NextBatch();
       });
@@ -279,13 +284,14 @@ class Holder {
 
   // One attempt, and on failure another after 0.2–1 s, up to kMostAttempts; done(tries), 0 if
   // given up.
-  void Open(Tab& tab, std::string hello, int tries, std::function<void(int)> done) {
+  void Open(Tab& tab, const Target& target, std::string hello, int tries,
+            std::function<void(int)> done) {
     ++attempts_;
     const asio::ip::address source =
         asio::ip::make_address_v4(0x7f000002u + static_cast<uint32_t>(source_count_++ % sources_));
     tab.connection = std::make_shared<TabConnection>(
-        io_, target_, source, hello,
-        [this, &tab, hello, tries, done](const std::string& why, std::string) {
+        io_, target, source, hello,
+        [this, &tab, &target, hello, tries, done](const std::string& why, std::string) {
           if (why.empty()) {
             ++held_;
             return done(tries);
@@ -295,8 +301,8 @@ class Holder {
           if (tries >= kMostAttempts || stopping_) return done(0);
           auto timer = std::make_shared<asio::steady_timer>(
               io_, std::chrono::milliseconds(std::uniform_int_distribution<int>(200, 1000)(rng_)));
-          timer->async_wait([this, &tab, hello, tries, done, timer](beast::error_code) {
-            Open(tab, hello, tries + 1, done);
+          timer->async_wait([this, &tab, &target, hello, tries, done, timer](beast::error_code) {
+            Open(tab, target, hello, tries + 1, done);
           });
         },
         [this, &tab](std::string resume) { Reconnect(tab, std::move(resume)); });
@@ -315,7 +321,7 @@ class Holder {
       re_.first_close = Clock::now();
       refusals_.clear();
     }
-    Open(tab, std::move(hello), 1, [this](int tries) {
+    Open(tab, again_, std::move(hello), 1, [this](int tries) {
       re_.attempts += tries > 0 ? tries : kMostAttempts;
       re_.ms.push_back(MsSince(re_.first_close));
       if (tries > 0) ++re_.back; else ++re_.given_up;
@@ -352,7 +358,8 @@ class Holder {
   }
 
   asio::io_context& io_;
-  const Target target_;
+  const Target first_;  // where the tabs connect first
+  const Target again_;  // and where they come back
   const int sources_;
   const bool use_resume_;
   std::vector<Tab> tabs_;  // never resized once held: attempts refer to their tab
@@ -372,9 +379,11 @@ class Holder {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  Target target;
-  if (!ParseUrl(absl::GetFlag(FLAGS_url), target)) {
-    std::fprintf(stderr, "relay-tabholder: --url must be http://HOST:PORT/PATH\n");
+  Target again, first;
+  const std::string first_url = absl::GetFlag(FLAGS_first_url);
+  if (!ParseUrl(absl::GetFlag(FLAGS_url), again) ||
+      !ParseUrl(first_url.empty() ? absl::GetFlag(FLAGS_url) : first_url, first)) {
+    std::fprintf(stderr, "relay-tabholder: --url and --first_url must be http://HOST:PORT/PATH\n");
     return 2;
   }
   std::vector<std::string> tickets;
@@ -382,7 +391,7 @@ int main(int argc, char** argv) {
     tickets.push_back(std::move(line));
   }
   asio::io_context io(1);
-  Holder holder(io, target, absl::GetFlag(FLAGS_sources), absl::GetFlag(FLAGS_resume));
+  Holder holder(io, first, again, absl::GetFlag(FLAGS_sources), absl::GetFlag(FLAGS_resume));
   asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](beast::error_code, int) {
     holder.CloseAll();
