@@ -135,8 +135,16 @@ async function restart(n, from) {
     }
     const cpu = { 'restarted gateway': treeCpuSeconds(restarted.child.pid) };
     for (const name of Object.keys(spenders)) cpu[name] = cpuAfter[name] - cpuBefore[name];
-    // Each holder's tabs that were on the killed gateway, back: summed over the holders.
-    const backs = await Promise.all(holders.map((h) => h.waitForLine((l) => /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), 'the tabs to be back', 60000)));
+    // Each holder's tabs that were on the killed gateway, back: summed over the holders. A holder
+    // says `reheld` each time every tab it saw closed is back, which can happen before the last
+    // of its tabs has seen its close: its latest line, once the lines add up to the killed tabs.
+    const reheld = /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/;
+    const latest = () => holders.map((h) => h.lines.map((l) => reheld.exec(l)).filter(Boolean).at(-1));
+    let backs = [];
+    await waitUntil(() => {
+      backs = latest();
+      return backs.every(Boolean) && backs.reduce((total, m) => total + Number(m[1]) + Number(m[4]), 0) === before.a;
+    }, 'the tabs to be back', 60000);
     const sum = (k) => backs.reduce((total, m) => total + Number(m[k]), 0);
     const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
     const after = { a: await gatewayTabs(restarted), b: await othersTabs(), rssA: rssKiB(restarted.child.pid), rssB: othersRss() };

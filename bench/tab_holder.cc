@@ -41,6 +41,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 ABSL_FLAG(std::string, url, "", "the gateway's (or the load balancer's) http://HOST:PORT/PATH");
@@ -62,6 +63,7 @@ constexpr int kMostAttempts = 20;  // as hold.mjs: then the tab is given up
 
 struct Target {
   std::string host;
+  asio::ip::address address;
   uint16_t port = 0;
   std::string path;
 };
@@ -75,7 +77,13 @@ bool ParseUrl(const std::string& url, Target& target) {
   const size_t colon = authority.rfind(':');
   if (colon == std::string::npos) return false;
   target.host = authority.substr(0, colon);
-  target.port = static_cast<uint16_t>(std::stoi(authority.substr(colon + 1)));
+  boost::system::error_code ec;
+  target.address = asio::ip::make_address(target.host, ec);  // an address, not a name
+  int port = 0;
+  if (ec || !absl::SimpleAtoi(authority.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return false;
+  }
+  target.port = static_cast<uint16_t>(port);
   target.path = slash == std::string::npos ? "/" : rest.substr(slash);
   return true;
 }
@@ -107,7 +115,7 @@ class TabConnection : public std::enable_shared_from_this<TabConnection> {
     if (ec) return Fail("connect", ec);
     beast::get_lowest_layer(ws_).expires_after(std::chrono::seconds(30));
     beast::get_lowest_layer(ws_).async_connect(
-        tcp::endpoint(asio::ip::make_address(target_.host), target_.port),
+        tcp::endpoint(target_.address, target_.port),
         [self = shared_from_this()](beast::error_code ec) { self->OnConnect(ec); });
   }
 
@@ -132,6 +140,10 @@ class TabConnection : public std::enable_shared_from_this<TabConnection> {
   void OnHandshake(beast::error_code ec) {
     if (ec) return Fail("handshake", ec);
     beast::get_lowest_layer(ws_).expires_never();
+    // A close the relay starts ends within 30 s even if its TCP side never does, so that the
+    // tab is counted and comes back (Node's ws does the same).
+    ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(30),
+                                                   websocket::stream_base::none(), false});
     ws_.text(true);
     ws_.async_write(asio::buffer(hello_), [self = shared_from_this()](beast::error_code ec,
                                                                      size_t) {
@@ -154,6 +166,7 @@ class TabConnection : public std::enable_shared_from_this<TabConnection> {
         }
         return Fail("hello", ec);
       }
+      Close();  // its descriptor freed now, whether or not the tab comes back
       if (closed_) std::exchange(closed_, nullptr)(resume_);
       return;
     }
@@ -383,7 +396,7 @@ int main(int argc, char** argv) {
   const std::string first_url = absl::GetFlag(FLAGS_first_url);
   if (!ParseUrl(absl::GetFlag(FLAGS_url), again) ||
       !ParseUrl(first_url.empty() ? absl::GetFlag(FLAGS_url) : first_url, first)) {
-    std::fprintf(stderr, "relay-tabholder: --url and --first_url must be http://HOST:PORT/PATH\n");
+    std::fprintf(stderr, "relay-tabholder: --url and --first_url must be http://ADDRESS:PORT/PATH\n");
     return 2;
   }
   std::vector<std::string> tickets;
