@@ -34,6 +34,7 @@ class TabReader {
   // No bytes are read until Resume(): a tab that sends pings but never reads
   // its pongs waits for them to be written, so that they cannot pile up.
   void Hold() { held_ = true; }
+  bool held() const { return held_; }
   void Resume();
   // Whether anything came since the last call (the keep-alive's sign of life).
   bool TakeHeard() { return std::exchange(heard_, false); }

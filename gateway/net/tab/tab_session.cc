@@ -110,13 +110,24 @@ void TabSession::OnWsPing(absl::string_view payload) {
     return;
   }
   out_.SendRaw(PongFrame(payload));
-  // Nothing more is read until the pong is written: a tab that pings without reading cannot
-  // pile pongs up.
-  in_.Hold();
+  // Nothing more is read until every pong queued is written: a tab that pings without reading
+  // cannot pile pongs up. (One read can bring hundreds of pings; each is answered, and the
+  // reading waits for the last of those answers, not the first.)
+  if (!in_.held()) {
+    in_.Hold();
+    ResumeWhenAllWritten();
+  }
+}
+
+void TabSession::ResumeWhenAllWritten() {
   out_.WhenWritten([this, self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) {
-      in_.Resume();
+    if (ec) {
+      return;
     }
+    if (!out_.all_written()) {
+      return ResumeWhenAllWritten();  // pongs queued after the wait began
+    }
+    in_.Resume();
   });
 }
 

@@ -113,6 +113,8 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // the close timeout, ends the connection.
   void CloseWith(uint16_t code, absl::string_view reason);
   void Cleanup();
+  // Reading resumes once everything queued (the pongs of what was read) is written.
+  void ResumeWhenAllWritten();
   // Draining, with no call left: close with 1001.
   void MaybeEndDrain();
 

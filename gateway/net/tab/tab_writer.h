@@ -45,6 +45,8 @@ class TabWriter final {
   // done runs once everything queued so far has been written, or the
   // connection has failed (with its error).
   void WhenWritten(absl::AnyInvocable<void(boost::system::error_code)> done);
+  // Everything queued so far has been written.
+  bool all_written() const { return written_ >= appended_; }
   // The tab is gone without closing (or its end of stream came after a
   // Teardown): drop what waits and close the socket, so that a write it will
   // never take ends now.
