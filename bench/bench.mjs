@@ -10,6 +10,8 @@
 //   bench/run.sh --concurrency 1   wrk's connections in the saturation runs (32,1: both, in turn):
 //                                  1 is an agent that calls one tool at a time
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
+//   bench/run.sh --syscalls        also count each process's system calls per call (perf stat,
+//                                  first round): all, epoll_wait and epoll_ctl
 //   bench/run.sh --only relay,node --no-sweep
 //                                  a quick look while working: some systems, no load sweep
 //   bench/run.sh --connections 2000,5000,max
@@ -59,6 +61,7 @@ const { values: opts } = parseArgs({
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
+    syscalls: { type: 'boolean', default: false },
     only: { type: 'string', default: 'relay,modern,node,ts' },
     'no-sweep': { type: 'boolean', default: false },
     machine: { type: 'boolean', default: false },
@@ -67,8 +70,12 @@ const { values: opts } = parseArgs({
 });
 const seconds = Number(opts.seconds);
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
-async function saturate(system, concurrency) {
+async function saturate(system, concurrency, countSyscalls = false) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
+  // perf stat over all but the run's last second (the counts are divided by the calls of that
+  // window, at the run's rate), one per server process (not the tab).
+  const window = seconds - 1;
+  const counters = countSyscalls ? system.procs.filter(([name]) => name !== 'tab' && name !== 'authsvc').map(([name, pid]) => ({ name, perf: run('perf', ['stat', '-x', ',', '-e', syscallEvents.join(','), '-p', String(pid), '--', 'sleep', String(window)]) })) : [];
   const { out } = await run('wrk', ['-t1', `-c${concurrency}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
   const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
@@ -77,8 +84,18 @@ async function saturate(system, concurrency) {
   const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? 'none';
   const calls = rps * seconds;
   const cpu = system.procs.map(([name, pid], i) => [name, ((cpuSeconds(pid) - before[i]) * 1e6) / calls]);
-  return { name: system.name, rps, p50, p99, non2xx, errors, cpu };
+  const syscalls = [];
+  for (const { name, perf } of counters) {
+    // perf stat -x, writes "count,unit,event,..." lines to stderr.
+    const { out: said } = await perf;
+    const count = (event) => Number(said.split('\n').find((l) => l.split(',')[2] === event)?.split(',')[0] ?? NaN) / (rps * window);
+    const [all, wait, pwait, ctl] = syscallEvents.map(count);
+    syscalls.push([name, [all, wait + pwait, ctl]]);
+  }
+  return { name: system.name, rps, p50, p99, non2xx, errors, cpu, syscalls };
 }
+// Asio waits with epoll_wait, libuv (Node) with epoll_pwait: the two are one column.
+const syscallEvents = ['raw_syscalls:sys_enter', 'syscalls:sys_enter_epoll_wait', 'syscalls:sys_enter_epoll_pwait', 'syscalls:sys_enter_epoll_ctl'];
 
 // How often this machine stops a busy core: with every core spinning, the gaps in which one
 // did not run. Any call in flight there waits out the gap, so these bound any server's tail.
@@ -165,6 +182,7 @@ async function compare() {
       // of them; each system's best round is reported.
       const results = systems.map(() => null);
       const rounds = Array.from({ length: Number(opts.rounds) }, () => ({}));
+      const syscallsOf = {};
       for (let round = 0; round < Number(opts.rounds); round++) {
         for (const [i, s] of systems.entries()) {
           let perf = null;
@@ -172,9 +190,10 @@ async function compare() {
             mkdirSync(opts.out, { recursive: true });
             perf = spawn('perf', ['record', '-F', '999', '-g', '-o', join(opts.out, 'relay.perf.data'), '-p', s.procs.slice(0, 3).map(([, pid]) => pid).join(','), '--', 'sleep', String(seconds - 1)], { stdio: 'ignore' });
           }
-          const r = await saturate(s, concurrency);
+          const r = await saturate(s, concurrency, opts.syscalls && round === 0);
           if (perf) await new Promise((done) => perf.on('exit', done));
           rounds[round][s.key] = r.rps;
+          if (r.syscalls.length) syscallsOf[s.key] = r.syscalls;
           if (results[i] === null || r.rps > results[i].rps) results[i] = r;
         }
       }
@@ -190,6 +209,11 @@ async function compare() {
         const cpu = r.cpu.map(([n, us]) => `${n} ${us.toFixed(1)}`).join(', ');
         const total = r.cpu.reduce((a, [, us]) => a + us, 0);
         console.log(`${pad(r.name, 26)}${pad(Math.round(r.rps), 10)}${pad(r.p50.toFixed(2), 9)}${pad(r.p99.toFixed(2), 9)}${cpu} (total ${total.toFixed(1)})${r.non2xx ? `  NON-2xx: ${r.non2xx}` : ''}${r.errors !== 'none' ? `  socket errors: ${r.errors}` : ''}`);
+      }
+      for (const [key, counted] of Object.entries(syscallsOf)) {
+        const line = counted.map(([name, [all, waits, ctls]]) => `${name} ${all.toFixed(1)} (epoll_wait ${waits.toFixed(1)}, epoll_ctl ${ctls.toFixed(1)})`).join(', ');
+        const total = counted.reduce((a, [, [all]]) => a + all, 0);
+        console.log(`system calls per call, ${key} (first round): ${line}; all ${total.toFixed(1)}`);
       }
       console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run so far)`);
       console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}`);

@@ -254,8 +254,9 @@ void LinkChannel::ResumeReading() {
 void LinkChannel::ReadReady() {
   Io& io = *io_;
   size_t taken = 0;
-  // Every record there is, until the socket has no more: a wait begun while
-  // OpenSSL holds records it has read ahead would never end.
+  // Every record there is, until the socket has no more (a read finds it
+  // empty, or says it took the last of it): a wait begun while OpenSSL holds
+  // records it has read ahead would never end.
   for (;;) {
     if (state_ == State::kOpen && ReadPaused()) {
       // Backpressure: what the peer sends waits in the kernel (and then in
@@ -278,8 +279,14 @@ void LinkChannel::ReadReady() {
     }
     io.reader.Commit(step.bytes);
     io.heard = std::chrono::steady_clock::now();
+    const bool drained = io.stream.drained();
     if (!TakeFrames()) {
       return;
+    }
+    if (drained) {
+      // Nothing left in the socket or in TLS: wait, without the read that
+      // would find it empty (what arrives meanwhile ends the wait at once).
+      return WaitThen(/*readable=*/true, "reading the link", &LinkChannel::ReadReady);
     }
     taken += step.bytes;
     if (taken >= kReadTurnBytes) {
@@ -333,17 +340,25 @@ bool LinkChannel::TakeFrames() {
 }
 
 void LinkChannel::Wake() {
-  if (wake_posted_.exchange(true, std::memory_order_acq_rel)) {
-    return;  // a round is due already
+  if (wakes_.fetch_add(1, std::memory_order_acq_rel) != 0) {
+    return;  // a round is due already (and now knows it is not alone)
   }
   // Posted even from the channel's own thread: what else this turn makes
   // ready goes in the same write.
   asio::post(io_->io, [self = shared_from_this()] {
-    // Once more to the back of the queue: completions that were posted
-    // behind this one (the next message of a peer whose bytes were already
-    // read) get to add to the write first.
+    // Woken once since it was posted (one call in flight, a pong): nothing is
+    // flowing that a later turn would add, so the round is now. A second
+    // turn would cost an empty poll of the reactor (Asio polls it between
+    // each generation of handlers) and a handler, for nothing.
+    uint32_t alone = 1;
+    if (self->wakes_.compare_exchange_strong(alone, 0, std::memory_order_acq_rel)) {
+      return self->WriteRound();
+    }
+    // Woken again meanwhile: traffic is flowing. Once more to the back of
+    // the queue, so that completions posted behind this one (the next message
+    // of a peer whose bytes were already read) add to the write first.
     asio::post(self->io_->io, [self] {
-      self->wake_posted_.store(false, std::memory_order_release);
+      self->wakes_.store(0, std::memory_order_release);
       self->WriteRound();
     });
   });
@@ -412,8 +427,8 @@ bool LinkChannel::Delivered() const {
 }
 
 void LinkChannel::Close(absl::Status why) {
-  // Two turns, like Wake's: a write round woken before the close still
-  // goes out before it.
+  // Two turns, like Wake's longest: a write round woken before the close
+  // still goes out before it.
   asio::post(io_->io, [self = shared_from_this(), why = std::move(why)]() mutable {
     asio::post(self->io_->io, [self, why = std::move(why)]() mutable {
       self->CloseNow(std::move(why));

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -124,7 +125,8 @@ class LinkChannel : public std::enable_shared_from_this<LinkChannel> {
   std::shared_ptr<LinkTls> tls_;
   std::unique_ptr<Io> io_;
   State state_ = State::kConnecting;  // the channel's thread's alone
-  std::atomic<bool> wake_posted_{false};
+  // Wake() calls since the last write round was posted; 0 when none is due.
+  std::atomic<uint32_t> wakes_{0};
   std::atomic<bool> writing_{false};
   std::atomic<int> fd_{-1};  // the socket while open, for Delivered()
 };

@@ -78,6 +78,9 @@ absl::Status LinkSocket::StartTls(SSL_CTX* context, bool server, const std::stri
     return absl::InternalError("the link's TLS could not start");
   }
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  BIO* socket_bio = SSL_get_rbio(ssl_);
+  BIO_set_callback_arg(socket_bio, reinterpret_cast<char*>(this));
+  BIO_set_callback_ex(socket_bio, &LinkSocket::OnBioRead);
   if (server) {
     SSL_set_accept_state(ssl_);
     return absl::OkStatus();
@@ -95,6 +98,16 @@ absl::Status LinkSocket::StartTls(SSL_CTX* context, bool server, const std::stri
         absl::StrCat("the router's host \"", host, "\" cannot be checked against its certificate"));
   }
   return absl::OkStatus();
+}
+
+long LinkSocket::OnBioRead(BIO* bio, int oper, const char* argp, size_t len, int argi, long argl,
+                           int ret, size_t* processed) {
+  if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+    auto* socket = reinterpret_cast<LinkSocket*>(BIO_get_callback_arg(bio));
+    // A failed read (EAGAIN, the end) leaves the socket empty too.
+    socket->recv_short_ = ret <= 0 || processed == nullptr || *processed < len;
+  }
+  return (oper & BIO_CB_RETURN) != 0 ? ret : 1;  // before a call: go on
 }
 
 LinkStep LinkSocket::FromSsl(int result, int saved_errno) {
@@ -149,13 +162,18 @@ LinkStep LinkSocket::Read(absl::Span<char> into) {
     return {LinkIo::kClosed, 0, {}};
   }
   errno = 0;
+  drained_ = false;
   if (ssl_ == nullptr) {
     ssize_t result = ::recv(fd_, into.data(), into.size(), 0);
+    drained_ = result > 0 && static_cast<size_t>(result) < into.size();
     return FromPlain(result, errno, /*writing=*/false);
   }
   ERR_clear_error();
   int result = SSL_read(ssl_, into.data(), static_cast<int>(std::min<size_t>(into.size(), 1 << 30)));
   if (result > 0) {
+    // A record served from what OpenSSL read ahead made no recv: the last one
+    // still tells, since nothing was taken from the socket after it.
+    drained_ = recv_short_ && SSL_has_pending(ssl_) == 0;
     return {LinkIo::kDone, static_cast<size_t>(result), {}};
   }
   return FromSsl(result, errno);

@@ -52,6 +52,12 @@ class LinkSocket {
   // kDone once the TLS handshake is done (at once over plaintext).
   LinkStep Handshake();
   LinkStep Read(absl::Span<char> into);
+  // After a Read that made headway: the socket had no more bytes at the last
+  // recv, and TLS holds none read ahead. A wait for readability from then on
+  // misses nothing, so the read that would find the socket empty can be
+  // skipped: Asio re-arms the descriptor (EPOLL_CTL_MOD) on each wait, and
+  // the kernel then reports what arrived since.
+  bool drained() const { return drained_; }
   LinkStep Write(absl::string_view data);
   // The common name of the peer's certificate (its role) once the handshake is
   // done; empty over plaintext.
@@ -64,10 +70,16 @@ class LinkSocket {
  private:
   // A failed SSL_* call's result, with errno as it left it.
   LinkStep FromSsl(int result, int saved_errno);
+  // OpenSSL's callback on the socket BIO's reads: notes whether the last recv
+  // took less than it asked for (the socket had no more).
+  static long OnBioRead(BIO* bio, int oper, const char* argp, size_t len, int argi, long argl,
+                        int ret, size_t* processed);
 
   int fd_ = -1;
   SSL* ssl_ = nullptr;
   std::string peer_role_;
+  bool recv_short_ = false;  // the socket BIO's last recv (TLS)
+  bool drained_ = false;     // see drained()
 };
 
 }  // namespace relay::common

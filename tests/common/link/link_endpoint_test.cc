@@ -20,6 +20,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -53,6 +54,7 @@ struct Heard {
   int items ABSL_GUARDED_BY(mu) = 0;
   int want ABSL_GUARDED_BY(mu) = 0;
   std::vector<std::string> ids ABSL_GUARDED_BY(mu);
+  std::vector<int> batch_sizes ABSL_GUARDED_BY(mu);  // the router's end: items per batch heard
   std::vector<bool> behind ABSL_GUARDED_BY(mu);
   bool ended ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -119,6 +121,7 @@ class TestRouterEnd final : public RouterSide {
   }
   void OnBatch(GatewayBatch& batch) override {
     absl::MutexLock lock(&heard_.mu);
+    heard_.batch_sizes.push_back(batch.events_size());
     for (const GatewayEvent& event : batch.events()) {
       ++heard_.items;
       heard_.ids.push_back(event.hello().gateway_id());
@@ -248,6 +251,36 @@ TEST_F(LinkEndpointTest, AdmitsTheLinkAndCarriesBatchesBothWaysUnderTls) {
   ASSERT_TRUE(gateway_heard_.AwaitEnded());
   EXPECT_FALSE(gateway->Enqueue(Hello("late"), GatewaySide::Admit::kAlways));
   EXPECT_TRUE(gateway->Flushed());  // closed: nothing more to wait for
+}
+
+// What one turn of the channel's thread wakes goes out in one write (one
+// batch), as a router's read turn routing many calls needs; a wake alone is
+// written too, without waiting for company.
+TEST_F(LinkEndpointTest, WakesOfOneTurnShareAWriteAndALoneWakeIsWritten) {
+  Listen(nullptr);
+  auto gateway = Dial(nullptr);
+  ASSERT_TRUE(gateway_heard_.AwaitAdmitted());
+  ASSERT_TRUE(router_heard_.AwaitAdmitted());
+
+  boost::asio::post(client_io_, [gateway] {
+    for (int i = 0; i < 5; ++i) {
+      gateway->Enqueue(Hello("turn" + std::to_string(i)), GatewaySide::Admit::kAlways);
+      gateway->Wake();
+    }
+  });
+  ASSERT_TRUE(router_heard_.AwaitItems(5));
+  {
+    absl::MutexLock lock(&router_heard_.mu);
+    ASSERT_FALSE(router_heard_.batch_sizes.empty());
+    EXPECT_EQ(router_heard_.batch_sizes.back(), 5);
+  }
+
+  ASSERT_TRUE(gateway->Enqueue(Hello("alone"), GatewaySide::Admit::kAlways));
+  gateway->Wake();
+  ASSERT_TRUE(router_heard_.AwaitItems(6));
+  absl::MutexLock lock(&router_heard_.mu);
+  EXPECT_EQ(router_heard_.batch_sizes.back(), 1);
+  EXPECT_EQ(router_heard_.ids.back(), "alone");
 }
 
 TEST_F(LinkEndpointTest, RefusesAPeerOfTheWrongRole) {

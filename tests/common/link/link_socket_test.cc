@@ -108,6 +108,30 @@ TEST(LinkSocketTest, PlainReadWithNothingThereWaitsAndAClosedPeerIsClosed) {
   EXPECT_EQ(b.Write("after the close").io, LinkIo::kClosed);  // EPIPE, no SIGPIPE
 }
 
+// drained() lets the link wait without the read that would find nothing:
+// true only when a read took less than it had room for.
+TEST(LinkSocketTest, PlainReadSaysWhenItDrainedTheSocket) {
+  SocketPair pair;
+  LinkSocket a, b;
+  a.Attach(pair.a);
+  b.Attach(pair.b);
+  ASSERT_EQ(a.Write(Pattern(100)).io, LinkIo::kDone);
+  std::string room(1024, '\0');
+  LinkStep read = b.Read(absl::MakeSpan(room));
+  ASSERT_EQ(read.io, LinkIo::kDone);
+  EXPECT_EQ(read.bytes, 100u);
+  EXPECT_TRUE(b.drained());
+
+  ASSERT_EQ(a.Write(Pattern(1500)).io, LinkIo::kDone);
+  read = b.Read(absl::MakeSpan(room));
+  ASSERT_EQ(read.io, LinkIo::kDone);
+  EXPECT_EQ(read.bytes, 1024u);
+  EXPECT_FALSE(b.drained());  // a full read cannot tell: read on
+  read = b.Read(absl::MakeSpan(room));
+  EXPECT_EQ(read.bytes, 1500u - 1024u);
+  EXPECT_TRUE(b.drained());
+}
+
 TEST(LinkSocketTest, ReleasedSocketStepsAreClosed) {
   SocketPair pair;
   LinkSocket a;
@@ -194,6 +218,38 @@ TEST_F(LinkSocketTlsTest, PartialWritesArriveWholeAndInOrder) {
   EXPECT_EQ(Carry(server_, client_, data, &partial), data);
   EXPECT_GT(partial, 0);  // the socket was full at times: the writes were partial
   EXPECT_EQ(Carry(client_, server_, "and back", &partial), "and back");
+}
+
+// Records OpenSSL read ahead in one recv are not drained until the last is
+// handed out: a wait begun before that would never end.
+TEST_F(LinkSocketTlsTest, ReadIsDrainedOnlyOnceTheRecordsReadAheadAreOut) {
+  Begin(Router(), Gateway(), "localhost");
+  ASSERT_EQ(Handshake(server_, client_).io, LinkIo::kDone);
+  // Whatever the handshake left (a TLS 1.3 session ticket) taken first.
+  std::string room(64 << 10, '\0');
+  ASSERT_EQ(server_.Write("first").io, LinkIo::kDone);
+  std::string got;
+  while (got.size() < 5) {
+    LinkStep read = client_.Read(absl::MakeSpan(room));
+    ASSERT_EQ(read.io, LinkIo::kDone) << read.error;
+    got.append(room.data(), read.bytes);
+  }
+  EXPECT_EQ(got, "first");
+  EXPECT_TRUE(client_.drained());
+
+  // Three records, in the socket before the client reads any.
+  ASSERT_EQ(server_.Write("one").io, LinkIo::kDone);
+  ASSERT_EQ(server_.Write("two").io, LinkIo::kDone);
+  ASSERT_EQ(server_.Write("three").io, LinkIo::kDone);
+  got.clear();
+  while (got.size() < 11) {
+    LinkStep read = client_.Read(absl::MakeSpan(room));
+    ASSERT_EQ(read.io, LinkIo::kDone) << read.error;
+    got.append(room.data(), read.bytes);
+    EXPECT_EQ(client_.drained(), got.size() == 11) << "after " << got;
+  }
+  EXPECT_EQ(got, "onetwothree");
+  EXPECT_EQ(client_.Read(absl::MakeSpan(room)).io, LinkIo::kWantRead);
 }
 
 TEST_F(LinkSocketTlsTest, ClientRefusesAServerCertificateForAnotherHost) {
