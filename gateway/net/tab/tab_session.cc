@@ -110,25 +110,19 @@ void TabSession::OnWsPing(absl::string_view payload) {
     return;
   }
   out_.SendRaw(PongFrame(payload));
-  // Nothing more is read until every pong queued is written: a tab that pings without reading
-  // cannot pile pongs up. (One read can bring hundreds of pings; each is answered, and the
-  // reading waits for the last of those answers, not the first.)
-  if (!in_.held()) {
-    in_.Hold();
-    ResumeWhenAllWritten();
-  }
+  // Nothing more is read until the pongs of what was read are written (OnTabWritten): a tab
+  // that pings without reading cannot pile pongs up. One read can bring hundreds of pings:
+  // the reading waits for the last pong, not the first, and for nothing queued after it.
+  last_pong_ = out_.appended();
+  in_.Hold();
 }
 
-void TabSession::ResumeWhenAllWritten() {
-  out_.WhenWritten([this, self = shared_from_this()](boost::system::error_code ec) {
-    if (ec) {
-      return;
-    }
-    if (!out_.all_written()) {
-      return ResumeWhenAllWritten();  // pongs queued after the wait began
-    }
+void TabSession::OnTabWritten(uint64_t written) {
+  // Before the close frame's waiter (a Teardown) runs: the reader then reads on to the tab's
+  // end of stream.
+  if (in_.held() && written >= last_pong_) {
     in_.Resume();
-  });
+  }
 }
 
 void TabSession::OnWsClose(uint16_t code, absl::string_view) {

@@ -63,6 +63,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void OnTabReadEnded(boost::system::error_code ec) override;
   void OnTabWriterDone() override;
   void OnTabCloseSent() override;
+  void OnTabWritten(uint64_t written) override;
 
  private:
   enum class State { kAwaitingHello, kRedeeming, kAnnouncing, kLive, kClosing };
@@ -113,8 +114,6 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // the close timeout, ends the connection.
   void CloseWith(uint16_t code, absl::string_view reason);
   void Cleanup();
-  // Reading resumes once everything queued (the pongs of what was read) is written.
-  void ResumeWhenAllWritten();
   // Draining, with no call left: close with 1001.
   void MaybeEndDrain();
 
@@ -125,6 +124,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   TabWriter out_;
   boost::asio::steady_timer timer_;
   uint32_t timer_armed_ = 0;  // armings so far
+  uint64_t last_pong_ = 0;     // the writer's number of the last pong queued
   bool pinged_ = false;        // the keep-alive's ping is unanswered
   bool peer_closed_ = false;   // the tab's close frame came
   bool close_sent_ = false;    // ours is written

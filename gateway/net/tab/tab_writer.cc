@@ -110,6 +110,7 @@ void TabWriter::OnWrite(error_code ec) {
   if (!outbox_.empty()) {
     DoWrite();
   }
+  owner_.OnTabWritten(written_);
   // Those waiting for what is now written (the close frame).
   while (!waiters_.empty() && waiters_.front().first <= written_) {
     auto done = std::move(waiters_.front().second);

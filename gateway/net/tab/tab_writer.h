@@ -31,6 +31,9 @@ class TabWriter final {
     virtual void OnTabWriterDone() = 0;
     // The close frame is written.
     virtual void OnTabCloseSent() = 0;
+    // A write is done: the entries up to `written` (numbered as appended()
+    // numbers them) are in the socket. Before any waiter of WhenWritten runs.
+    virtual void OnTabWritten(uint64_t written) {}
   };
 
   TabWriter(boost::asio::ip::tcp::socket& socket, Owner& owner, size_t max_queued_bytes);
@@ -45,8 +48,8 @@ class TabWriter final {
   // done runs once everything queued so far has been written, or the
   // connection has failed (with its error).
   void WhenWritten(absl::AnyInvocable<void(boost::system::error_code)> done);
-  // Everything queued so far has been written.
-  bool all_written() const { return written_ >= appended_; }
+  // The entries queued so far: the last one's number, for OnTabWritten.
+  uint64_t appended() const { return appended_; }
   // The tab is gone without closing (or its end of stream came after a
   // Teardown): drop what waits and close the socket, so that a write it will
   // never take ends now.
