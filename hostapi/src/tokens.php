@@ -23,6 +23,8 @@ final class Tokens
     public const MAX_NAME = 60;
     public const DEFAULT_DAYS = 90;
     public const MAX_DAYS = 365;
+    /** token-index/scanned.json: the tokens written before the index existed are indexed. */
+    private const SCANNED = 'scanned';
 
     public function __construct(private readonly Store $store, private readonly Users $users)
     {
@@ -332,8 +334,11 @@ final class Tokens
 
     /**
      * The hashes of the account's tokens: token-index/<sha256 of name>.json, so that
-     * listing one account's tokens reads only its own files. Built once by a scan for
-     * data written before the index existed.
+     * listing one account's tokens reads only its own files. Data written before the index
+     * existed is indexed by one scan of every token, for all accounts at once; its marker,
+     * token-index/scanned.json, then says that an account without an index has no tokens.
+     * (Scanning for each account without an index read every token file for every new
+     * account's first token: quadratic in the accounts.)
      *
      * @return list<string>
      */
@@ -343,14 +348,31 @@ final class Tokens
         if ($index !== null) {
             return array_values(array_filter((array) ($index['hashes'] ?? []), 'is_string'));
         }
-        $hashes = [];
+        if ($this->store->read('token-index', self::SCANNED) !== null) {
+            return [];
+        }
+        $this->indexAll();
+        $index = $this->store->read('token-index', self::indexName($userName));
+        return array_values(array_filter((array) ($index['hashes'] ?? []), 'is_string'));
+    }
+
+    /**
+     * Indexes every token written before the index existed, then writes the marker.
+     * Concurrent scans only repeat work: each merges into the index under its lock, so a
+     * token minted meanwhile (which adds itself) is kept.
+     */
+    private function indexAll(): void
+    {
+        $byUser = [];
         foreach ($this->store->all('tokens') as $hash => $record) {
-            if (($record['user'] ?? null) === $userName) {
-                $hashes[] = (string) $hash;
+            if (is_string($record['user'] ?? null)) {
+                $byUser[$record['user']][] = (string) $hash;
             }
         }
-        $this->changeIndex($userName, fn(array $known): array => [...$known, ...$hashes]);
-        return $hashes;
+        foreach ($byUser as $userName => $hashes) {
+            $this->changeIndex((string) $userName, fn(array $known): array => [...$known, ...$hashes]);
+        }
+        $this->store->write('token-index', self::SCANNED, ['at' => time()]);
     }
 
     /** @param callable(list<string>):array<string> $fn */

@@ -337,6 +337,21 @@ check "another account from the same address still logs in" 200 "$(login bob bob
 TOKENS_OF_ALICE=$(req GET agent-tokens '' -b "$A" >/dev/null; php -r 'echo count(json_decode(file_get_contents($argv[1]), true));' "$TMP/body")
 check_match "alice's tokens are listed from her own index" '^[0-9]+$' "$TOKENS_OF_ALICE"
 check "the index is one file per account, named by SHA-256" yes "$([ -f "$HOSTAPI_DATA/token-index/$(printf '%s' alice | sha256sum | cut -d' ' -f1).json" ] && echo yes)"
+count_tokens() { # JAR: prints how many tokens the account lists
+    req GET agent-tokens '' -b "$1" >/dev/null
+    php -r 'echo count(json_decode(file_get_contents($argv[1]), true));' "$TMP/body"
+}
+# Data written before the index existed: one scan indexes every account's tokens at once and
+# leaves a marker, after which an account without an index has none (no scan per new account).
+check "one scan indexed the data this folder started with" yes "$([ -f "$HOSTAPI_DATA/token-index/scanned.json" ] && echo yes)"
+rm -rf "$HOSTAPI_DATA/token-index"
+check "after an upgrade from data without the index, alice still lists all her tokens" "$TOKENS_OF_ALICE" "$(count_tokens "$A")"
+check "and the scan that rebuilt the index is marked done" yes "$([ -f "$HOSTAPI_DATA/token-index/scanned.json" ] && echo yes)"
+"$CLI" user:add dave 'dave-pw' 2>/dev/null
+login dave dave-pw "$TMP/dave.jar" >/dev/null
+check "a new account after the scan lists no tokens" 0 "$(count_tokens "$TMP/dave.jar")"
+check "its first token is minted: 201" 201 "$(mint "$TMP/dave.jar" first)"
+check "and listed" 1 "$(count_tokens "$TMP/dave.jar")"
 
 # ---- OAuth 2.1: the authorization server (HOST-API.md "Agents that sign in") ------------------
 ORIGIN="http://127.0.0.1:$PORT"
