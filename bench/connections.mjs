@@ -27,7 +27,7 @@ export const openFileLimit = () => Number(/Max open files\s+\d+\s+(\d+)/.exec(re
 export const mostConnections = () => Math.floor((openFileLimit() - 1000) / 3) * 3;
 
 // Waits for a bench/hold.mjs process to hold its connections: [line, held, ms, attempts, given
-// up]. Fails if it gave any up, unless allowed (the line says the last refusal).
+// up]. Fails if it gave any up, unless allowed (the line says why attempts were refused).
 export async function heldBy(holder, allowGivenUp = false) {
   const m = await holder.waitForLine((l) => /^held (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/.exec(l), `${holder.name} to hold its connections`, 1200000);
   if (Number(m[4]) > 0 && !allowGivenUp) throw new Error(`${holder.name}: ${m[0]}`);
@@ -111,6 +111,8 @@ export async function fill(total, batch) {
       rssEmpty, rssFull, peak, empty, full: medianByP99(fulls), control: medianByP99(controls),
       turns: fulls.map((f, i) => `${f.p99_ms.toFixed(1)}/${controls[i].p99_ms.toFixed(1)}`).join(', '),
       perConnection: (rssFull - rssEmpty) / total,
+      // Why attempts failed, by kind (the holders' refusals), when any did.
+      refusals: held.map((m, i) => [kinds[i], /\(refusals: (.*)\)$/.exec(m.input)?.[1]]).filter(([, r]) => r).map(([k, r]) => `${k}: ${r}`).join('; '),
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -143,7 +145,7 @@ export async function connections(levels) {
       if (r.control.errors || r.control.non200) throw new Error(`the control's trickle failed: ${JSON.stringify(r.control)}`);
       rows.push(r);
       const how = batch ? 'in batches of 100' : 'all at once';
-      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up: tabs whose ticket expired meanwhile` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}`);
+      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up: tabs whose ticket expired meanwhile` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}`);
     }
   }
   console.log(`\n${memoryChart(rows)}`);

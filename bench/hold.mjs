@@ -38,7 +38,6 @@ const origin = 'http://editor.test';
 const held = [];
 let attempts = 0;
 let givenUp = 0;
-let lastError = '';
 const refusals = new Map();  // what went wrong -> how often
 const kMostAttempts = 20;
 const useResume = process.env.BENCH_RESUME !== '0';
@@ -133,8 +132,8 @@ async function openWithRetry(credential) {
       await open(credential);
       return tries;
     } catch (error) {
-      lastError = String(error.message ?? error);
-      refusals.set(lastError, (refusals.get(lastError) ?? 0) + 1);
+      const why = String(error.message ?? error);
+      refusals.set(why, (refusals.get(why) ?? 0) + 1);
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
     }
   }
@@ -170,6 +169,6 @@ const started = Date.now();
 for (let i = 0; i < credentials.length; i += batch) {
   await Promise.all(credentials.slice(i, i + batch).map(openWithRetry));
 }
-console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts, ${givenUp} given up${attempts > held.length ? ` (last refusal: ${lastError})` : ''}`);
+console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts, ${givenUp} given up${attempts > held.length ? ` (refusals: ${[...refusals].map(([why, n]) => `${n}× ${why}`).join('; ')})` : ''}`);
 process.on('SIGTERM', () => { stopping = true; for (const close of held) close(); process.exit(0); });
 setInterval(() => {}, 1 << 30);

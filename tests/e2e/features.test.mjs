@@ -16,7 +16,7 @@ let stack, gwTabs, gwAgents;
 before(async () => {
   stack = await startStack({
     gateways: 2,
-    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi'],
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan'],
     // Short timeouts so that the tests take as long as the behaviour, not the defaults.
     gatewayArgs: (i) => i === 0
       ? ['--tab_ping_interval=300ms', '--tab_hello_timeout=500ms', '--max_tab_message_bytes=65536']
@@ -381,6 +381,29 @@ test('a missing hello closes with 4408, a first message that is not hello with 4
   const closed = await hasty.closed;
   assert.equal(closed.code, 4400);
   assert.match(closed.reason, /before the hello is answered/);
+});
+
+test('a hello whose ticket the host API is slow to redeem is answered when it is, not closed as missing (4408) with its ticket spent', async () => {
+  const ticket = await stack.ticket('ivan');
+  const hostApi = stack.hostapi.child.pid;
+  process.kill(hostApi, 'SIGSTOP');  // the host API hangs, as behind a reconnect storm
+  let tab;
+  try {
+    tab = new ScriptedTab(gwTabs.wsUrl);
+    await tab.open();
+    tab.send({ jsonrpc: '2.0', id: 1, method: 'relay/hello', params: { ticket, client: { name: 'patient', version: '1' } } });
+    // A tab opened after it that says nothing is closed once the hello timeout (500 ms here)
+    // has passed for both; authsvc gives the host API 2 s.
+    const silent = new ScriptedTab(gwTabs.wsUrl);
+    await silent.open();
+    assert.equal((await silent.closed).code, 4408);
+    assert.equal(tab.closeCode, undefined, `the tab whose hello waits for the host API was closed: ${tab.closeCode} ${tab.closeReason}`);
+  } finally {
+    process.kill(hostApi, 'SIGCONT');
+  }
+  const answer = await Promise.race([tab.waitFor((m) => m.id === 1 && (m.result || m.error)), tab.closed.then(({ code, reason }) => ({ closed: code, reason }))]);
+  assert.equal(answer.result?.account, 'ivan', JSON.stringify(answer));
+  tab.close();
 });
 
 test('an oversized tab message closes with 4413', async () => {

@@ -57,6 +57,15 @@ void TabSession::OnHelloTimeout() {
   if (phase_ == State::kLive || phase_ == State::kClosing) {
     return;
   }
+  if (phase_ == State::kRedeeming) {
+    // The hello came in time; its ticket is with the account service, whose answer is bounded
+    // (the auth client's queue and call deadlines) and always comes. Closing now would leave
+    // that redemption running: the ticket would be spent with no tab to take it, and the tab's
+    // reconnect with it refused as invalid (a reconnect storm's waits in the auth queue did
+    // exactly that to thousands of tabs). The timer bounds the announcing that follows.
+    return ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
+                    &TabSession::OnHelloTimeout);
+  }
   if (phase_ == State::kAnnouncing) {
     // The ticket was good but the router did not take the tab in time.
     CloseWith(kCloseTryLater, "relay not ready, reconnect");
