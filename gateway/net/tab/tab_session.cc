@@ -62,7 +62,7 @@ void TabSession::OnHelloTimeout() {
     // (the auth client's queue and call deadlines) and always comes. Closing now would leave
     // that redemption running: the ticket would be spent with no tab to take it, and the tab's
     // reconnect with it refused as invalid (a reconnect storm's waits in the auth queue did
-    // exactly that to thousands of tabs). The timer bounds the announcing that follows.
+    // exactly that to thousands of tabs).
     return ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
                     &TabSession::OnHelloTimeout);
   }
@@ -250,6 +250,10 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   announcement_.role = std::move(verdict.role);
   announcement_.generation = verdict.generation;
   signed_in_ = absl::Now();
+  // The router has a hello timeout of its own to take the tab, however long the redemption
+  // took (OnHelloTimeout: 1013 when it does not).
+  ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
+           &TabSession::OnHelloTimeout);
   Admit();
 }
 
