@@ -84,8 +84,9 @@ export async function fill(total, batch) {
       setPriority(holder.child.pid, 19);
       holders.push(holder);
     }
-    // All at once, some tabs outlive their ticket (60 s) while the host API redeems the others:
-    // the page would fetch a new one; here they are counted as given up.
+    // All at once, a connection may be refused 20 times (or a tab's ticket outlive its 60 s
+    // while the host API redeems the others; the page would fetch a new one): counted as given
+    // up, with the refusals printed.
     const held = await Promise.race([Promise.all(holders.slice(echoTabs).map((h) => heldBy(h, batch === 0))), died]);
     arriving = false;
     const arrivalMs = Date.now() - started;
@@ -145,7 +146,7 @@ export async function connections(levels) {
       if (r.control.errors || r.control.non200) throw new Error(`the control's trickle failed: ${JSON.stringify(r.control)}`);
       rows.push(r);
       const how = batch ? 'in batches of 100' : 'all at once';
-      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up: tabs whose ticket expired meanwhile` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}`);
+      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up after 20 attempts` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}`);
     }
   }
   console.log(`\n${memoryChart(rows)}`);

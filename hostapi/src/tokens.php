@@ -345,14 +345,13 @@ final class Tokens
     private function indexOf(string $userName): array
     {
         $index = $this->store->read('token-index', self::indexName($userName));
-        if ($index !== null) {
-            return array_values(array_filter((array) ($index['hashes'] ?? []), 'is_string'));
+        if ($index === null) {
+            if ($this->store->read('token-index', self::SCANNED) !== null) {
+                return [];
+            }
+            $this->indexAll();
+            $index = $this->store->read('token-index', self::indexName($userName));
         }
-        if ($this->store->read('token-index', self::SCANNED) !== null) {
-            return [];
-        }
-        $this->indexAll();
-        $index = $this->store->read('token-index', self::indexName($userName));
         return array_values(array_filter((array) ($index['hashes'] ?? []), 'is_string'));
     }
 

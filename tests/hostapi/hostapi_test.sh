@@ -334,13 +334,13 @@ done
 check "the sixth attempt, even with the right password: 429" 429 "$(login carol carol-pw "$TMP/x.jar")"
 check_match "with a Retry-After of up to 15 minutes" '^([1-9][0-9]{0,2})$' "$(header Retry-After)"
 check "another account from the same address still logs in" 200 "$(login bob bob-pw "$TMP/x.jar")"
-TOKENS_OF_ALICE=$(req GET agent-tokens '' -b "$A" >/dev/null; php -r 'echo count(json_decode(file_get_contents($argv[1]), true));' "$TMP/body")
-check_match "alice's tokens are listed from her own index" '^[0-9]+$' "$TOKENS_OF_ALICE"
-check "the index is one file per account, named by SHA-256" yes "$([ -f "$HOSTAPI_DATA/token-index/$(printf '%s' alice | sha256sum | cut -d' ' -f1).json" ] && echo yes)"
 count_tokens() { # JAR: prints how many tokens the account lists
     req GET agent-tokens '' -b "$1" >/dev/null
     php -r 'echo count(json_decode(file_get_contents($argv[1]), true));' "$TMP/body"
 }
+TOKENS_OF_ALICE=$(count_tokens "$A")
+check_match "alice's tokens are listed from her own index" '^[0-9]+$' "$TOKENS_OF_ALICE"
+check "the index is one file per account, named by SHA-256" yes "$([ -f "$HOSTAPI_DATA/token-index/$(printf '%s' alice | sha256sum | cut -d' ' -f1).json" ] && echo yes)"
 # Data written before the index existed: one scan indexes every account's tokens at once and
 # leaves a marker, after which an account without an index has none (no scan per new account).
 check "one scan indexed the data this folder started with" yes "$([ -f "$HOSTAPI_DATA/token-index/scanned.json" ] && echo yes)"

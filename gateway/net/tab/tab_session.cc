@@ -37,8 +37,7 @@ TabSession::TabSession(asio::ip::tcp::socket&& socket, const TabServices& servic
 
 void TabSession::Run(absl::string_view ws_key) {
   out_.SendRaw(WsUpgradeAnswer(ws_key));
-  ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
-           &TabSession::OnHelloTimeout);
+  ArmHelloTimer();
   in_.Start();
 }
 
@@ -53,6 +52,11 @@ void TabSession::ArmTimer(std::chrono::steady_clock::duration after,
   });
 }
 
+void TabSession::ArmHelloTimer() {
+  ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
+           &TabSession::OnHelloTimeout);
+}
+
 void TabSession::OnHelloTimeout() {
   if (phase_ == State::kLive || phase_ == State::kClosing) {
     return;
@@ -63,8 +67,7 @@ void TabSession::OnHelloTimeout() {
     // that redemption running: the ticket would be spent with no tab to take it, and the tab's
     // reconnect with it refused as invalid (a reconnect storm's waits in the auth queue did
     // exactly that to thousands of tabs).
-    return ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
-                    &TabSession::OnHelloTimeout);
+    return ArmHelloTimer();
   }
   if (phase_ == State::kAnnouncing) {
     // The ticket was good but the router did not take the tab in time.
@@ -252,8 +255,7 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   signed_in_ = absl::Now();
   // The router has a hello timeout of its own to take the tab, however long the redemption
   // took (OnHelloTimeout: 1013 when it does not).
-  ArmTimer(absl::ToChronoMilliseconds(services_.options.hello_timeout),
-           &TabSession::OnHelloTimeout);
+  ArmHelloTimer();
   Admit();
 }
 

@@ -72,6 +72,8 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // keep-alive's next look, the peer's close frame. An earlier arming's
   // handler finds the count moved on and does nothing.
   void ArmTimer(std::chrono::steady_clock::duration after, void (TabSession::*then)());
+  // The hello timeout (TAB-PROTOCOL.md: 4408), from now; OnHelloTimeout when it passes.
+  void ArmHelloTimer();
   void OnHelloTimeout();
   // Live: a tab heard from since the last look is fine; one that was not
   // gets a ping; one that did not answer it either is dropped.
