@@ -124,6 +124,12 @@ const open = {
 }[kind];
 if (!open) throw new Error(`unknown kind ${kind}`);
 
+// After a failed attempt, the editor's page waits 2 s, 4 s, 8 s … at most 30 s, each between half
+// and all of it (hostapi/public/editor/editor.js): a connection the gateway refuses at once
+// because the host API could not start its verification within 10 s (docs/decisions.md, "A
+// verification that cannot start in time is refused at once") comes back as a page would.
+const backoffMs = (tries) => Math.min(30, 2 ** tries) * 1000 * (0.5 + Math.random() / 2);
+
 // Resolves to how many attempts it took, 0 if it gave up.
 async function openWithRetry(credential) {
   for (let tries = 1; tries <= kMostAttempts; tries++) {
@@ -134,7 +140,7 @@ async function openWithRetry(credential) {
     } catch (error) {
       const why = String(error.message ?? error);
       refusals.set(why, (refusals.get(why) ?? 0) + 1);
-      await new Promise((r) => setTimeout(r, 200 + Math.random() * 800));
+      await new Promise((r) => setTimeout(r, backoffMs(tries)));
     }
   }
   givenUp += 1;

@@ -10,17 +10,34 @@ CallGate::Entry CallGate::Enter(Waiting& call) {
     ++in_flight_;
     return Entry::kStartNow;
   }
-  if (waiting_.size() >= options_.most_waiting) {
+  if (waiting_.size() >= options_.most_waiting ||
+      WouldWaitTooLong(waiting_.size() + 1, call.since)) {
     return Entry::kRefused;
   }
   waiting_.push_back(std::move(call));
   return Entry::kWaiting;
 }
 
+bool CallGate::WouldWaitTooLong(size_t place, absl::Time now) const {
+  const size_t window = options_.pace_window;
+  if (window == 0 || paced_ < window) {
+    return false;
+  }
+  // place calls must leave before this one starts: place / (window / elapsed) > most_wait.
+  absl::Duration elapsed = now - leaves_[paced_ % window];
+  return elapsed * static_cast<int64_t>(place) > options_.most_wait * static_cast<int64_t>(window);
+}
+
 CallGate::Released CallGate::Leave(absl::Time now) {
   Released released;
   absl::MutexLock lock(&mu_);
   --in_flight_;
+  if (!waiting_.empty() && options_.pace_window > 0) {
+    if (leaves_.size() < options_.pace_window) {
+      leaves_.resize(options_.pace_window);
+    }
+    leaves_[paced_++ % options_.pace_window] = now;
+  }
   while (!waiting_.empty()) {
     Waiting next = std::move(waiting_.front());
     waiting_.pop_front();
@@ -32,6 +49,9 @@ CallGate::Released CallGate::Leave(absl::Time now) {
     released.start = std::move(next);
     break;
   }
+  if (waiting_.empty()) {
+    paced_ = 0;  // a new wait measures its own pace
+  }
   return released;
 }
 
@@ -42,6 +62,7 @@ std::vector<CallGate::Waiting> CallGate::TakeWaiting() {
     taken.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
+  paced_ = 0;
   return taken;
 }
 

@@ -200,8 +200,8 @@ GateDecision RequestGate::RefuseLockedOut(int64_t retry_after_seconds) {
 }
 
 GateDecision RequestGate::RefuseAuthUnavailable() {
-  return Refuse(503, "the account service could not be reached; your token was not rejected, "
-                     "try again shortly");
+  return Refuse(503, "the account service could not be reached or is busy; your token was not "
+                     "rejected, try again shortly");
 }
 
 }  // namespace relay::gateway

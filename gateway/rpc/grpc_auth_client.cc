@@ -230,11 +230,22 @@ class GrpcAuthClient final : public AuthClient {
     }
     switch (gate_.Enter(call)) {
       case CallGate::Entry::kStartNow:
+        // Nobody waits again: a refusing spell, if any, has ended.
+        if (refused_.load(std::memory_order_relaxed) != 0) {
+          if (uint64_t refused = refused_.exchange(0); refused != 0) {
+            common::LogInfo("authsvc keeps up again", {{"refused", refused}});
+          }
+        }
         return call.start();
       case CallGate::Entry::kWaiting:
         return;
       case CallGate::Entry::kRefused:
-        common::LogWarn("too many verifications waiting for authsvc; refusing one");
+        // Once a spell, not once a call: a storm refuses thousands.
+        if (refused_.fetch_add(1, std::memory_order_relaxed) == 0) {
+          common::LogWarn(
+              "authsvc does not keep up: verifications that could not start within 10 s are "
+              "refused (the tab or agent is told to try again) until it does");
+        }
         return call.refuse();
     }
   }
@@ -296,6 +307,7 @@ class GrpcAuthClient final : public AuthClient {
   bool alarm_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> refused_{0};  // by the gate since a call last started at once
 };
 
 RevocationWatch::RevocationWatch(GrpcAuthClient& client, relay::v1::Auth::Stub& stub,

@@ -246,7 +246,7 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
       return RefuseHello(-32001, "invalid ticket", kCloseBadTicket, "invalid ticket");
     case AuthVerdict::Kind::kUnavailable:
       return RefuseHello(kInternalError,
-                         "the account service could not be reached; reconnect with a new ticket",
+                         "the account service could not be reached or is busy; reconnect shortly",
                          kCloseTryLater, "account service unavailable");
   }
   announcement_.account = std::move(verdict.user);

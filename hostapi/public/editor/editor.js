@@ -486,9 +486,12 @@
   }
 
   function scheduleRetry(why) {
-    const delay = Math.min(BACKOFF_MAX_S, BACKOFF_FIRST_S * Math.pow(2, conn.attempt));
+    // Between half and all of the backoff: the tabs of a gateway that went away, or that a busy
+    // relay refused together, come back spread out rather than all again at the same instant.
+    const backoff = Math.min(BACKOFF_MAX_S, BACKOFF_FIRST_S * Math.pow(2, conn.attempt));
+    const delay = backoff * (0.5 + Math.random() / 2);
     conn.attempt++;
-    setStatus('Agent offline — reconnecting in ' + delay + ' s. (' + why + ')', 'bad');
+    setStatus('Agent offline — reconnecting in ' + Math.ceil(delay) + ' s. (' + why + ')', 'bad');
     const generation = conn.generation;
     conn.retryTimer = setTimeout(() => {
       if (generation === conn.generation && ui.agentSwitch.checked) connect();
