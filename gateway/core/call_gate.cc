@@ -32,11 +32,8 @@ CallGate::Released CallGate::Leave(absl::Time now) {
   Released released;
   absl::MutexLock lock(&mu_);
   --in_flight_;
-  if (!waiting_.empty() && options_.pace_window > 0) {
-    if (leaves_.size() < options_.pace_window) {
-      leaves_.resize(options_.pace_window);
-    }
-    leaves_[paced_++ % options_.pace_window] = now;
+  if (!waiting_.empty() && !leaves_.empty()) {
+    leaves_[paced_++ % leaves_.size()] = now;
   }
   while (!waiting_.empty()) {
     Waiting next = std::move(waiting_.front());

@@ -49,7 +49,8 @@ class CallGate {
   };
   enum class Entry { kStartNow, kWaiting, kRefused };
 
-  explicit CallGate(CallGateOptions options = {}) : options_(options) {}
+  explicit CallGate(CallGateOptions options = {})
+      : options_(options), leaves_(options.pace_window) {}
 
   // kStartNow: the caller starts call now (it holds a place until Leave). kWaiting: the gate
   // keeps call (moved from). kRefused: the caller refuses it. call.since is now.
