@@ -37,7 +37,12 @@ export async function heldBy(holder, allowGivenUp = false) {
 async function gatewayCounts(gw) {
   const text = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
   const kind = (k) => Number(new RegExp(`^relay_gateway_connections_by_kind\\{kind="${k}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { tabs: kind('tab'), streams: kind('agent_stream') };
+  const counter = (name) => Number(new RegExp(`^relay_gateway_${name}_total (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    tabs: kind('tab'), streams: kind('agent_stream'),
+    // How the gateway turned connections away during the arrival, when it did.
+    turnedAway: { 'answered 503 over --max_connections': counter('connections_refused'), 'closed unanswered, request not in within --header_timeout': counter('request_timeouts'), 'failed accepts (out of descriptors)': counter('accept_errors') },
+  };
 }
 
 // Of several trickles' figures, the one with the median p99.
@@ -77,22 +82,26 @@ export async function fill(total, batch) {
     const started = Date.now();
     for (const kind of kinds) {
       const credentials = accounts.map((a) => (kind === 'tab' ? a.ticket : a.token)).join('\n') + '\n';
-      const holder = startProcess(`hold ${kind}`, node, [join(repoRoot, 'bench', 'hold.mjs'), kind, gw.url, String(batch)], { env: nodeEnv, stdin: credentials });
-      // The holders stand for browsers on other machines: they get what the cores leave, and a
-      // keep-alive that wakes one does not preempt the trickle's processes (docs/decisions.md,
-      // "The trickle's control").
-      setPriority(holder.child.pid, 19);
-      holders.push(holder);
+      holders.push(startProcess(`hold ${kind}`, node, [join(repoRoot, 'bench', 'hold.mjs'), kind, gw.url, String(batch)], { env: nodeEnv, stdin: credentials }));
     }
     // All at once, a connection may be refused 20 times (or a tab's ticket outlive its 60 s
     // while the host API redeems the others; the page would fetch a new one): counted as given
     // up, with the refusals printed.
     const held = await Promise.race([Promise.all(holders.slice(echoTabs).map((h) => heldBy(h, batch === 0))), died]);
     arriving = false;
+    // Once they hold their connections, the holders stand for browsers on other machines: they
+    // get what the cores leave, and a keep-alive that wakes one does not preempt the trickle's
+    // processes (docs/decisions.md, "The trickle's control"). Not while they connect: a starved
+    // holder wrote its requests seconds after the gateway accepted their connections, later
+    // than a browser on its own machine would, and past --header_timeout ("The connection cap
+    // follows the descriptor limit").
+    for (const h of holders.slice(echoTabs)) setPriority(h.child.pid, 19);
     const arrivalMs = Date.now() - started;
     const [tabs, gets, listens] = ['tab', 'get', 'listen'].map((k) => (kinds.includes(k) ? Number(held[kinds.indexOf(k)][1]) : 0));
+    let turnedAway = {};
     await waitUntil(async () => {
       const c = await gatewayCounts(gw);
+      turnedAway = c.turnedAway;
       return c.tabs === tabs + 1 && c.streams === gets + listens;
     }, 'the gateway to count every connection', 60000);
     clearInterval(sampler);
@@ -114,6 +123,9 @@ export async function fill(total, batch) {
       perConnection: (rssFull - rssEmpty) / total,
       // Why attempts failed, by kind (the holders' refusals), when any did.
       refusals: held.map((m, i) => [kinds[i], /\(refusals: (.*)\)$/.exec(m.input)?.[1]]).filter(([, r]) => r).map(([k, r]) => `${k}: ${r}`).join('; '),
+      // How late each holder's event loop ran while it connected (bench/hold.mjs).
+      lateMs: held.map((m, i) => `${kinds[i]} ${/event loop at most (\d+) ms late/.exec(m.input)?.[1]} ms`).join(', '),
+      turnedAway: Object.entries(turnedAway).filter(([, n]) => n > 0).map(([what, n]) => `${n} ${what}`).join('; '),
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -146,7 +158,7 @@ export async function connections(levels) {
       if (r.control.errors || r.control.non200) throw new Error(`the control's trickle failed: ${JSON.stringify(r.control)}`);
       rows.push(r);
       const how = batch ? 'in batches of 100' : 'all at once';
-      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up after 20 attempts` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}`);
+      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up after 20 attempts` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}${r.turnedAway ? `\n        the gateway: ${r.turnedAway}; the holders' event loops at most late by ${r.lateMs}` : ''}`);
     }
   }
   console.log(`\n${memoryChart(rows)}`);

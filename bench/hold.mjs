@@ -12,6 +12,7 @@
 // gateway: tickets live 60 s. A tab closed before its second ticket came stays closed.
 import { createRequire } from 'node:module';
 import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 
 const require = createRequire(`${process.env.BENCH_MODULES.replace(/\/$/, '')}/`);
@@ -50,10 +51,17 @@ let sourceCount = 0;
 const sources = Number(process.env.BENCH_SOURCES ?? 8);
 const nextSource = () => `127.0.0.${2 + (sourceCount++ % sources)}`;
 
+// A request that failed says which it was and how long after it began, in steps: a connection
+// the gateway closes unanswered 10 s or more after it began is one whose request did not begin
+// within --header_timeout of the accept (counted in relay_gateway_request_timeouts_total).
 function request(method, headers, body) {
+  const began = Date.now();
   return new Promise((resolve, reject) => {
     const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method, agent: false, headers, localAddress: nextSource() }, resolve);
-    req.on('error', reject);
+    req.on('error', (error) => {
+      const s = (Date.now() - began) / 1000;
+      reject(new Error(`${method} ${error.message} ${s < 1 ? 'within 1 s' : s < 10 ? 'after 1–10 s' : 'after 10 s or more'}`));
+    });
     req.end(body);
   });
 }
@@ -171,10 +179,16 @@ function reconnect(ticket, resume) {
   });
 }
 
+// How late this process's event loop ran while it connected: a holder that gets little CPU (it
+// runs at nice 19 beside the trickle) writes a request long after its connection was accepted,
+// and the gateway gives up a connection whose request does not begin within --header_timeout.
+const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+loopDelay.enable();
 const started = Date.now();
 for (let i = 0; i < credentials.length; i += batch) {
   await Promise.all(credentials.slice(i, i + batch).map(openWithRetry));
 }
-console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts, ${givenUp} given up${attempts > held.length ? ` (refusals: ${[...refusals].map(([why, n]) => `${n}× ${why}`).join('; ')})` : ''}`);
+loopDelay.disable();
+console.log(`held ${held.length} in ${Date.now() - started} ms, ${attempts} attempts, ${givenUp} given up; event loop at most ${Math.round(loopDelay.max / 1e6)} ms late${attempts > held.length ? ` (refusals: ${[...refusals].map(([why, n]) => `${n}× ${why}`).join('; ')})` : ''}`);
 process.on('SIGTERM', () => { stopping = true; for (const close of held) close(); process.exit(0); });
 setInterval(() => {}, 1 << 30);

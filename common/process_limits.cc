@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -28,14 +29,26 @@ absl::StatusOr<OpenFileLimit> RaiseOpenFileLimit() {
   return result;
 }
 
-void RaiseOpenFileLimitAndLog() {
+uint64_t RaiseOpenFileLimitAndLog() {
   absl::StatusOr<OpenFileLimit> limit = RaiseOpenFileLimit();
   if (!limit.ok()) {
     LogWarn("open-file limit not raised", {{"error", limit.status().message()}});
-    return;
+    rlimit current{};
+    return getrlimit(RLIMIT_NOFILE, &current) == 0 ? current.rlim_cur : 0;
   }
   LogInfo(limit->now == limit->before ? "open-file limit" : "open-file limit raised to the hard limit",
           {{"soft_before", limit->before}, {"soft", limit->now}, {"hard", limit->hard}});
+  return limit->now;
+}
+
+int64_t ConnectionsWithin(uint64_t descriptor_limit) {
+  // No limit known (0), RLIM_INFINITY and the like: more than any count compared with it; the
+  // accept loop's backoff is then what holds.
+  const uint64_t limit = descriptor_limit == 0
+                             ? uint64_t{1} << 40
+                             : std::min<uint64_t>(descriptor_limit, uint64_t{1} << 40);
+  const uint64_t reserve = std::min<uint64_t>(256, limit / 4);
+  return static_cast<int64_t>(std::max<uint64_t>(1, limit - reserve));
 }
 
 }  // namespace relay::common

@@ -19,7 +19,13 @@ struct OpenFileLimit {
 absl::StatusOr<OpenFileLimit> RaiseOpenFileLimit();
 
 // RaiseOpenFileLimit, logged: the limit it runs with (and what it was), or a warning that it
-// could not be raised. Call once at start.
-void RaiseOpenFileLimitAndLog();
+// could not be raised. Call once at start. Returns the soft limit it runs with (0 if unknown).
+uint64_t RaiseOpenFileLimitAndLog();
+
+// How many connections a server may hold within a descriptor limit: all but a reserve for
+// itself (its links, listeners, log) and for answering a connection over the count instead of
+// failing to accept it. The reserve is 256, or a quarter of a limit under 1,024. At least 1;
+// a limit of 0 (unknown) bounds nothing.
+int64_t ConnectionsWithin(uint64_t descriptor_limit);
 
 }  // namespace relay::common

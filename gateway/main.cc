@@ -45,8 +45,9 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
 ABSL_FLAG(int64_t, max_body_bytes, 4 * 1024 * 1024, "largest agent request body (413 above)");
 ABSL_FLAG(int64_t, max_tab_message_bytes, 16 * 1024 * 1024,
           "largest tab message (closed with 4413 above)");
-ABSL_FLAG(int64_t, max_connections, 100000,
-          "open connections (agents and tabs); beyond, new ones are closed at once");
+ABSL_FLAG(int64_t, max_connections, 0,
+          "open connections (agents and tabs); beyond, a new one is answered 503 and closed. 0: "
+          "the open-file limit less 256 kept for the gateway itself");
 ABSL_FLAG(absl::Duration, header_timeout, absl::Seconds(10),
           "time for a request's header (and a new connection's first request)");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::Seconds(120),
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   common::SetLogService("gateway");
   common::ParseFlagsWithEnv(argc, argv);
   // Every connection is a descriptor: run with the most the system allows this process.
-  common::RaiseOpenFileLimitAndLog();
+  const uint64_t descriptor_limit = common::RaiseOpenFileLimitAndLog();
   // What a burst of connections freed goes back to the system (common/heap_trimmer.h).
   common::HeapTrimmer heap_trimmer(absl::Seconds(2), 4 << 20);
 
@@ -110,7 +111,12 @@ int main(int argc, char** argv) {
   gateway::GatewayOptions& options = config.options;
   options.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
   options.max_tab_message_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_tab_message_bytes));
-  options.max_connections = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_connections));
+  // Past the descriptor limit a connection cannot even be accepted: it waits in the listen
+  // queue, unanswered, while the listener backs off (docs/decisions.md, "The connection cap
+  // follows the descriptor limit").
+  options.max_connections = absl::GetFlag(FLAGS_max_connections) > 0
+                                ? absl::GetFlag(FLAGS_max_connections)
+                                : common::ConnectionsWithin(descriptor_limit);
   options.header_timeout = absl::GetFlag(FLAGS_header_timeout);
   options.idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   // The keep-alive's turn renews a live tab's resume credential once it is half its lifetime
@@ -126,13 +132,15 @@ int main(int argc, char** argv) {
   config.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   config.catalogue_poll = absl::GetFlag(FLAGS_catalogue_poll);
   config.start_link_wait = absl::GetFlag(FLAGS_start_link_wait);
+  const int64_t max_connections = options.max_connections;
 
   auto gateway = gateway::Gateway::Start(std::move(config));
   if (!gateway.ok()) {
     common::Fatal(gateway.status().message());
   }
   common::LogListening(absl::GetFlag(FLAGS_listen), (*gateway)->port());
-  common::LogInfo("gateway started", {{"gateway", (*gateway)->id()}});
+  common::LogInfo("gateway started",
+                  {{"gateway", (*gateway)->id()}, {"max_connections", max_connections}});
 
   common::WaitForStopSignal();
   (*gateway)->Drain();

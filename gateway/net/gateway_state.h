@@ -99,6 +99,7 @@ struct GatewayMetrics {
   }
   common::Counter router_link_downs;  // a shard's link ended (it reconnects)
   common::Counter accept_errors;        // e.g. out of file descriptors
+  common::Counter request_timeouts;     // a request that did not come in time (RequestReader)
 };
 
 // What a tab's session uses of the gateway, given through its constructor:

@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/slab_pool.h"
 #include "common/log.h"
+#include "gateway/core/http_framing.h"
 #include "gateway/net/agent/http_session.h"
+#include "gateway/net/agent/response_writer.h"
 
 namespace relay::gateway {
 
@@ -15,7 +17,11 @@ using tcp = asio::ip::tcp;
 
 Listener::Listener(IoPool& pool, GatewayState& state)
     : pool_(pool), acceptor_(pool.First()), backoff_timer_(acceptor_.get_executor()),
-      state_(state) {}
+      state_(state),
+      over_cap_answer_(EncodeResponse(
+          503, "application/json",
+          JsonErrorBody("this gateway holds as many connections as it may; try again shortly"),
+          "Retry-After: 5\r\n", /*keep_alive=*/false)) {}
 
 absl::StatusOr<std::shared_ptr<Listener>> Listener::Create(IoPool& pool,
                                                            const std::string& listen,
@@ -96,16 +102,26 @@ void Listener::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   }
   backoff_ = std::chrono::milliseconds(0);
   if (state_.connections.load() >= state_.options.max_connections) {
-    // Over the cap: closed at once, the client may retry elsewhere.
-    state_.metrics.connections_refused.Add();
-    boost::system::error_code ignored;
-    socket.close(ignored);
+    Refuse(std::move(socket));
   } else {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     common::MakeSlabShared<HttpSession>(std::move(socket), state_)->Run();
   }
   DoAccept();
+}
+
+void Listener::Refuse(tcp::socket socket) {
+  state_.metrics.connections_refused.Add();
+  // The answer goes before the request is read: a client may read it while still sending
+  // (HTTP/1.1 allows an early answer), and the lingering close reads what it sends, so that
+  // the answer is not lost to a reset. A few hundred bytes into a new socket's empty send
+  // buffer: one write that does not block.
+  auto refused = std::make_shared<tcp::socket>(std::move(socket));
+  boost::system::error_code ignored;
+  refused->non_blocking(true, ignored);
+  refused->write_some(asio::buffer(over_cap_answer_), ignored);
+  CloseLingering(*refused, refused);
 }
 
 }  // namespace relay::gateway

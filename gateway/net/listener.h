@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -28,12 +29,16 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Listener(IoPool& pool, GatewayState& state);
   void DoAccept();
   void OnAccept(boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
+  // A connection over --max_connections: answered 503 and closed, from the descriptors the
+  // cap keeps back, so that the client hears why and when to retry.
+  void Refuse(boost::asio::ip::tcp::socket socket);
 
   IoPool& pool_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer backoff_timer_;
   std::chrono::milliseconds backoff_{0};
   GatewayState& state_;
+  const std::string over_cap_answer_;
 };
 
 }  // namespace relay::gateway

@@ -32,5 +32,18 @@ TEST(RaiseOpenFileLimit, RunsAtTheHardLimitAndSaysWhatItWas) {
   EXPECT_EQ(limit->before, limit->now);
 }
 
+TEST(ConnectionsWithin, KeepsDescriptorsForTheServerItselfAndForRefusing) {
+  // This machine's hard limit: 256 kept back.
+  EXPECT_EQ(ConnectionsWithin(20000), 19744);
+  EXPECT_EQ(ConnectionsWithin(1024), 768);
+  // A small limit keeps a quarter, not more than it has.
+  EXPECT_EQ(ConnectionsWithin(64), 48);
+  EXPECT_EQ(ConnectionsWithin(1), 1);
+  // No limit, or none known, is a count no server reaches, not an overflow or a gateway that
+  // serves one connection.
+  EXPECT_GT(ConnectionsWithin(RLIM_INFINITY), int64_t{1} << 30);
+  EXPECT_GT(ConnectionsWithin(0), int64_t{1} << 30);
+}
+
 }  // namespace
 }  // namespace relay::common

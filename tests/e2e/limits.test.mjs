@@ -7,6 +7,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startStack, startProcess, binDir, waitUntil, tlsArgs } from './lib/stack.mjs';
+import WebSocket from 'ws';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 
@@ -151,7 +152,10 @@ function connect(port) {
   });
 }
 
+const requestTimeouts = async (port) => Number(/^relay_gateway_request_timeouts_total (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())[1]);
+
 test('slowloris: a header trickled in is cut off at --header_timeout, whatever keeps arriving', async () => {
+  const timeoutsBefore = await requestTimeouts(gwSmall.port);
   const socket = await connect(gwSmall.port);
   socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
   let closed = false;
@@ -165,6 +169,8 @@ test('slowloris: a header trickled in is cut off at --header_timeout, whatever k
   // A new connection that says nothing is closed too.
   const silent = await connect(gwSmall.port);
   await silent.ended;
+  // Both counted, for the operator who wonders why clients saw connections closed unanswered.
+  assert.equal(await requestTimeouts(gwSmall.port), timeoutsBefore + 2);
 });
 
 // The head of a raw POST /mcp with a bearer, JSON, and the given further header lines.
@@ -312,7 +318,7 @@ function openConnections(socket) {
   });
 }
 
-test('the connection cap: over --max_connections a connection is closed at once; below it, served', async () => {
+test('the connection cap: over --max_connections a connection is answered 503 with when to retry, and closed; below it, served', async () => {
   // Connections the earlier tests closed may still be winding down in the gateway, and the cap
   // counts them until they are gone: wait until only the connection that asks is open. It is
   // then the first of the eight held.
@@ -321,11 +327,29 @@ test('the connection cap: over --max_connections a connection is closed at once;
   await waitUntil(async () => (await openConnections(first)) === 1, 'earlier connections gone');
   const held = [first];
   for (let i = 1; i < 8; i++) held.push(await connect(gwSmall.port));
-  const over = await connect(gwSmall.port);
   let heldClosed = false;
   Promise.race(held.map((s) => s.ended)).then(() => { heldClosed = true; });
+  // An agent over the cap hears why and when to come back, before it has sent a byte or after.
+  const over = await connect(gwSmall.port);
+  let early = '';
+  over.setEncoding('utf8');
+  over.on('data', (d) => { early += d; });
   await over.ended;
-  assert.equal(heldClosed, false, 'the ninth was closed before any of the eight timed out');
+  assert.match(early, /^HTTP\/1\.1 503 /);
+  assert.match(early, /\r\nRetry-After: 5\r\n/i);
+  const res = await fetch(`http://127.0.0.1:${gwSmall.port}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  assert.equal(res.status, 503);
+  assert.equal(res.headers.get('retry-after'), '5');
+  assert.match((await res.json()).error, /as many connections as it may; try again shortly/);
+  // A tab's WebSocket over the cap fails its handshake with the same answer.
+  const status = await new Promise((resolve, reject) => {
+    const ws = new WebSocket(gwSmall.wsUrl, { headers: { origin: 'http://editor.test' } });
+    ws.on('unexpected-response', (req, r) => { resolve(r.statusCode); req.destroy(); });
+    ws.on('open', () => { ws.terminate(); reject(new Error('a tab over the cap was let in')); });
+    ws.on('error', () => {});
+  });
+  assert.equal(status, 503);
+  assert.equal(heldClosed, false, 'a connection over the cap was answered before any of the eight timed out');
   for (const s of held) s.destroy();
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${gwSmall.port}/healthz`)).status === 200, 'served again');
 });

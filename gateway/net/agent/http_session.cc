@@ -86,6 +86,9 @@ void HttpSession::OnBodyTooLarge() {
 void HttpSession::OnPeerGone() {
   // Closed, reset, idle too long, or garbage: give up the call, if any (the
   // tab hears of it); nothing to answer.
+  if (in_.TimedOut()) {
+    state_.metrics.request_timeouts.Add();
+  }
   CancelCall(RouterClient::CancelReason::kAgentGone);
   Close();
 }

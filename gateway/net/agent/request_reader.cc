@@ -43,8 +43,9 @@ void RequestReader::ReadNext() {
   wait_ = Wait::kFirstBytes;
   const bool first = std::exchange(first_request_, false);
   idle_timer_.expires_after(first ? timeouts_.header : timeouts_.idle);
-  idle_timer_.async_wait([this, owner = owner_.KeepAlive()](beast::error_code ec) {
+  idle_timer_.async_wait([this, first, owner = owner_.KeepAlive()](beast::error_code ec) {
     if (!ec && wait_ == Wait::kFirstBytes) {
+      timed_out_ = first;
       beast::error_code ignored;
       stream_.socket().cancel(ignored);  // OnBytes: the peer is gone
     }
@@ -79,6 +80,7 @@ void RequestReader::ReadHeaderBytes() {
                               return owner_.OnHeaderTooLarge();
                             }
                             if (ec) {
+                              timed_out_ = ec == beast::error::timeout;
                               return owner_.OnPeerGone();  // closed, reset, timeout or garbage
                             }
                             owner_.OnHeader();
@@ -122,6 +124,7 @@ void RequestReader::ReadBodySome() {
                             return owner_.OnBodyTooLarge();
                           }
                           if (ec) {
+                            timed_out_ = ec == beast::error::timeout;
                             return owner_.OnPeerGone();
                           }
                           if (!parser_->is_done()) {
@@ -152,6 +155,7 @@ void RequestReader::Discard(uint64_t remaining) {
       buffer_.prepare(static_cast<size_t>(std::min<uint64_t>(remaining, 64 * 1024))),
       [this, owner = owner_.KeepAlive(), remaining](beast::error_code ec, size_t bytes) {
         if (ec) {
+          timed_out_ = ec == beast::error::timeout;
           return owner_.OnPeerGone();
         }
         buffer_.commit(bytes);

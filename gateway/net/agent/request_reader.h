@@ -83,6 +83,10 @@ class RequestReader {
   // The request has a body that was not read: the connection cannot carry
   // another request.
   bool BodyUnread() const;
+  // The request was given up because it came too slowly: a new connection's first bytes, a
+  // header or a body not in within its time (not a keep-alive connection left idle). Read in
+  // OnPeerGone, to count it.
+  bool TimedOut() const { return timed_out_; }
 
  private:
   enum class Wait { kNone, kFirstBytes, kWatch, kClosing };
@@ -114,6 +118,7 @@ class RequestReader {
   bool read_in_flight_ = false;
   bool first_request_ = true;
   bool body_read_ = false;
+  bool timed_out_ = false;
 };
 
 }  // namespace relay::gateway
