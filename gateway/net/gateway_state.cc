@@ -53,14 +53,16 @@ std::string GatewayState::RenderMetrics() const {
            "Times a router shard's link ended; the gateway reconnects and re-announces.",
            "counter", metrics.router_link_downs.value());
   text.Add("relay_gateway_connections_refused_total",
-           "Connections answered 503 and closed at once because --max_connections were open.",
+           "Connections refused at once because --max_connections were open: answered 503, or "
+           "closed unanswered while 128 such answers were under way.",
            "counter", metrics.connections_refused.value());
   text.Add("relay_gateway_accept_errors_total",
            "Failed accepts (out of file descriptors, ...); the listener backs off.", "counter",
            metrics.accept_errors.value());
   text.Add("relay_gateway_request_timeouts_total",
            "Connections closed without an answer because a request did not begin (on a new "
-           "connection), or its header or body did not arrive, within --header_timeout.",
+           "connection) or its header did not arrive within --header_timeout, or its body "
+           "within that and a second per 16 KiB.",
            "counter", metrics.request_timeouts.value());
   text.Add("relay_gateway_forwards_total", "Agent requests forwarded to a tab.", "counter",
            metrics.forwards.value());

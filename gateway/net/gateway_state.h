@@ -144,6 +144,9 @@ struct GatewayState {
   const SignedOutUsers* signed_out = nullptr;
   GatewayMetrics metrics;
   std::atomic<int64_t> connections{0};  // open HTTP and tab connections
+  // Connections over --max_connections still being answered and closed (Listener::Refuse): not
+  // counted above, but each holds a descriptor of the reserve for up to 2 s.
+  std::atomic<int64_t> refusing{0};
   std::atomic<uint64_t> calls_started{0};  // numbers the trace ids of forwarded calls
   // Set on SIGTERM: new requests and tabs are sent elsewhere (503), the calls
   // in flight finish.

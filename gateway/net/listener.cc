@@ -111,17 +111,42 @@ void Listener::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   DoAccept();
 }
 
+namespace {
+
+// A connection over the cap while it is answered and closed: counted in GatewayState::refusing
+// for as long as it holds its descriptor.
+struct RefusedConnection {
+  RefusedConnection(tcp::socket s, std::atomic<int64_t>& count) : socket(std::move(s)), count(count) {
+    count.fetch_add(1);
+  }
+  ~RefusedConnection() { count.fetch_sub(1); }
+  tcp::socket socket;
+  std::atomic<int64_t>& count;
+};
+
+}  // namespace
+
 void Listener::Refuse(tcp::socket socket) {
   state_.metrics.connections_refused.Add();
-  // The answer goes before the request is read: a client may read it while still sending
-  // (HTTP/1.1 allows an early answer), and the lingering close reads what it sends, so that
-  // the answer is not lost to a reset. A few hundred bytes into a new socket's empty send
-  // buffer: one write that does not block.
-  auto refused = std::make_shared<tcp::socket>(std::move(socket));
-  boost::system::error_code ignored;
-  refused->non_blocking(true, ignored);
-  refused->write_some(asio::buffer(over_cap_answer_), ignored);
-  CloseLingering(*refused, refused);
+  // The answers may use half the descriptors the cap keeps back (the rest are the gateway's
+  // own); past that, a bare close, as when the gateway cannot answer at all.
+  if (state_.refusing.load() >= kMostRefusing) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  auto refused = std::make_shared<RefusedConnection>(std::move(socket), state_.refusing);
+  // On the socket's own thread, where its lingering close runs (as an HttpSession does).
+  asio::post(refused->socket.get_executor(), [refused, self = shared_from_this()] {
+    // The answer goes before the request is read: a client may read it while still sending
+    // (HTTP/1.1 allows an early answer), and the lingering close reads what it sends, so that
+    // the answer is not lost to a reset. A few hundred bytes into a new socket's empty send
+    // buffer: one write that does not block.
+    boost::system::error_code ignored;
+    refused->socket.non_blocking(true, ignored);
+    refused->socket.write_some(asio::buffer(self->over_cap_answer_), ignored);
+    CloseLingering(refused->socket, refused);
+  });
 }
 
 }  // namespace relay::gateway

@@ -33,6 +33,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // cap keeps back, so that the client hears why and when to retry.
   void Refuse(boost::asio::ip::tcp::socket socket);
 
+  // Half the 256 descriptors the default cap keeps back (common::ConnectionsWithin).
+  static constexpr int64_t kMostRefusing = 128;
+
   IoPool& pool_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer backoff_timer_;

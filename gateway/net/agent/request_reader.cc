@@ -206,6 +206,8 @@ void RequestReader::OnBytes(beast::error_code ec, size_t bytes) {
       if (ec) {
         return owner_.OnPeerGone();  // gone, or idle too long
       }
+      // The bytes came: a timer that fired in the same turn, before this ran, was too late.
+      timed_out_ = false;
       return ReadHeaderBytes();
     case Wait::kWatch:
       if (ec) {
