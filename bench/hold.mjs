@@ -179,9 +179,10 @@ function reconnect(ticket, resume) {
   });
 }
 
-// How late this process's event loop ran while it connected: a holder that gets little CPU (it
-// runs at nice 19 beside the trickle) writes a request long after its connection was accepted,
-// and the gateway gives up a connection whose request does not begin within --header_timeout.
+// How late this process's event loop ran while it connected: a holder that gets little CPU (as
+// at nice 19, which bench/connections.mjs now sets only once the connections are held) writes a
+// request long after its connection was accepted, and the gateway gives up a connection whose
+// request does not begin within --header_timeout.
 const loopDelay = monitorEventLoopDelay({ resolution: 20 });
 loopDelay.enable();
 const started = Date.now();

@@ -47,7 +47,7 @@ int64_t ConnectionsWithin(uint64_t descriptor_limit) {
   const uint64_t limit = descriptor_limit == 0
                              ? uint64_t{1} << 40
                              : std::min<uint64_t>(descriptor_limit, uint64_t{1} << 40);
-  const uint64_t reserve = std::min<uint64_t>(256, limit / 4);
+  const uint64_t reserve = std::min<uint64_t>(kReservedDescriptors, limit / 4);
   return static_cast<int64_t>(std::max<uint64_t>(1, limit - reserve));
 }
 

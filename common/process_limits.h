@@ -22,10 +22,13 @@ absl::StatusOr<OpenFileLimit> RaiseOpenFileLimit();
 // could not be raised. Call once at start. Returns the soft limit it runs with (0 if unknown).
 uint64_t RaiseOpenFileLimitAndLog();
 
+// The descriptors ConnectionsWithin keeps back from connections (a quarter of a limit under
+// 1,024 instead).
+inline constexpr uint64_t kReservedDescriptors = 256;
+
 // How many connections a server may hold within a descriptor limit: all but a reserve for
 // itself (its links, listeners, log) and for answering a connection over the count instead of
-// failing to accept it. The reserve is 256, or a quarter of a limit under 1,024. At least 1;
-// a limit of 0 (unknown) bounds nothing.
+// failing to accept it. At least 1; a limit of 0 (unknown) bounds nothing.
 int64_t ConnectionsWithin(uint64_t descriptor_limit);
 
 }  // namespace relay::common

@@ -1,5 +1,7 @@
 #include "gateway/net/listener.h"
 
+#include <atomic>
+
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/numbers.h"
@@ -116,7 +118,8 @@ namespace {
 // A connection over the cap while it is answered and closed: counted in GatewayState::refusing
 // for as long as it holds its descriptor.
 struct RefusedConnection {
-  RefusedConnection(tcp::socket s, std::atomic<int64_t>& count) : socket(std::move(s)), count(count) {
+  RefusedConnection(tcp::socket s, std::atomic<int64_t>& refusing)
+      : socket(std::move(s)), count(refusing) {
     count.fetch_add(1);
   }
   ~RefusedConnection() { count.fetch_sub(1); }

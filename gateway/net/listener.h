@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "absl/status/statusor.h"
+#include "common/process_limits.h"
 #include "gateway/net/gateway_state.h"
 #include "gateway/net/io_pool.h"
 
@@ -33,8 +34,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // cap keeps back, so that the client hears why and when to retry.
   void Refuse(boost::asio::ip::tcp::socket socket);
 
-  // Half the 256 descriptors the default cap keeps back (common::ConnectionsWithin).
-  static constexpr int64_t kMostRefusing = 128;
+  // Half the descriptors the default cap keeps back (common::ConnectionsWithin).
+  static constexpr int64_t kMostRefusing = common::kReservedDescriptors / 2;
 
   IoPool& pool_;
   boost::asio::ip::tcp::acceptor acceptor_;
