@@ -33,6 +33,9 @@
 //   bench/run.sh --restart max --restart-from all
 //                                  the same with every tab on the gateway killed (three gateways;
 //                                  the tabs come back through nginx to the other two)
+//   bench/run.sh --restart max --restart-from all --restart-watch
+//                                  and then the tabs' keep-alives for two ping periods: a trickle's
+//                                  p50/p99 through a gateway that took tabs in, its busiest CPU
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
@@ -58,6 +61,7 @@ const { values: opts } = parseArgs({
     'rebuild-via': { type: 'string', default: 'tabs' },
     restart: { type: 'string' },
     'restart-from': { type: 'string', default: 'half' },
+    'restart-watch': { type: 'boolean', default: false },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     perf: { type: 'boolean', default: false },
@@ -284,7 +288,7 @@ if (opts.accounts) {
 } else if (opts.connections) {
   await connections(opts.connections.split(','));
 } else if (opts.restart) {
-  await restarts(opts.restart.split(','), opts['restart-from']);
+  await restarts(opts.restart.split(','), opts['restart-from'], opts['restart-watch']);
 } else if (opts.machine) {
   await machine();
 } else {

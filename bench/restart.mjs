@@ -11,10 +11,17 @@
 import { join } from 'node:path';
 import { binDir, repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
 import { startNginx } from '../tests/e2e/lib/nginx.mjs';
-import { makeAccounts, mintTickets, node, nodeEnv, rssKiB, tcpCounters, treeCpuSeconds } from './lib.mjs';
+import { initialize, makeAccounts, mintTickets, node, nodeEnv, openLoop, rssKiB, stallText, startEchoTab, tcpCounters, treeCpuSeconds } from './lib.mjs';
 import { heldBy, mostConnections, openFileLimit } from './connections.mjs';
 
 const kBarSeconds = 2;  // issue 29's bar for a shard's rebuild, shown beside this one too
+// --restart-watch: after the storm, the tabs' keep-alives are watched for two ping periods (the
+// gateway's default, 25 s: a live tab that answers is pinged every other period) and a little more,
+// with a trickle of calls through a gateway that took tabs in, and its CPU sampled meanwhile.
+const kPingPeriodSeconds = 25;
+const kWatchSeconds = 2 * kPingPeriodSeconds + 3;
+const kWatchRate = 200;
+const kWindowMs = 500;
 // nginx workers: each may hold openFileLimit() descriptors, two per tab. Four, so that each holds
 // under 15/16 of its worker_connections with every tab on: beyond that nginx makes room by closing
 // connections that have not yet sent their request (at warn level, "worker_connections are not
@@ -58,7 +65,7 @@ export const mostTabs = () => Math.min(mostConnections(), Math.floor(kWorkers * 
 // from: 'half' (two gateways, the tabs dealt to both by nginx, half of them on the one killed) or
 // 'all' (three gateways, every tab first on the one killed, straight to it; they come back
 // through nginx to the other two, as the tabs of a gateway holding 19,000 would).
-async function restart(n, from) {
+async function restart(n, from, watch) {
   const stack = await startStack({ gateways: from === 'all' ? 3 : 2, users: [] });
   const holders = [];
   let nginx = null;
@@ -82,9 +89,18 @@ async function restart(n, from) {
         ? startProcess(`tabs ${h}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin, keepStdin: true })
         : startProcess(`tabs ${h}`, join(binDir, 'relay-tabholder'), [`--url=${url}`, ...(from === 'all' ? [`--first_url=${a.url}`] : []), '--batch=500', `--sources=${process.env.BENCH_SOURCES ?? 8}`, `--resume=${process.env.BENCH_RESUME !== '0'}`], { stdin, keepStdin: true }));
     }
-    const helds = await Promise.all(holders.map((h) => heldBy(h)));
+    // The watch's trickle: its own account, its tab straight on a gateway that stays up.
+    let trickle = null;
+    if (watch) {
+      const [acc] = makeAccounts(stack, 1, 'w');
+      holders.push(await startEchoTab('trickle tab', others[0].wsUrl, acc.ticket));
+      trickle = { url: others[0].url, token: acc.token, sid: await initialize(others[0].url, acc.token) };
+    }
+    const helds = await Promise.all(holders.slice(0, kHolders).map((h) => heldBy(h)));
     const arrivalMs = Math.max(...helds.map((m) => Number(m[2])));
-    await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 60000);
+    // The watch's trickle tab is one more, on a gateway that stays up.
+    const all = n + (trickle ? 1 : 0);
+    await waitUntil(async () => (await routerTabs(router)) === all, `the router to count ${all} tabs`, 60000);
     const before = { a: await gatewayTabs(a), b: await othersTabs(), rssA: rssKiB(a.child.pid), rssB: othersRss() };
 
     // Each tab's ticket to come back with, made now: tickets live 60 s.
@@ -97,7 +113,7 @@ async function restart(n, from) {
 
     // Who spends the CPU of the storm: every process but the killed gateway, from the kill until
     // every tab is routable (the restarted gateway: all it spent since it started).
-    const spenders = { [others.length > 1 ? 'other gateways' : 'other gateway']: others, router: [router], nginx: [nginx], 'the tabs (bench)': holders, 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
+    const spenders = { [others.length > 1 ? 'other gateways' : 'other gateway']: others, router: [router], nginx: [nginx], 'the tabs (bench)': holders.slice(0, kHolders), 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
     const cpuOf = () => Object.fromEntries(Object.entries(spenders).map(([name, ps]) => [name, ps.reduce((sum, p) => sum + treeCpuSeconds(p.child.pid), 0)]));
     const cpuBefore = cpuOf();
     const nginxLinesBefore = nginx.lines.length;
@@ -113,8 +129,8 @@ async function restart(n, from) {
     await waitUntil(async () => {
       const count = await routerTabs(router);
       if (count >= 0) lowest = Math.min(lowest, count);
-      return count === n && (await gatewayTabs(restarted)) + (await othersTabs()) === n;
-    }, `the router to count ${n} tabs again`, 120000);
+      return count === all && (await gatewayTabs(restarted)) + (await othersTabs()) === all;
+    }, `the router to count ${all} tabs again`, 120000);
     const routableAt = Date.now();
     const cpuAfter = cpuOf();
     const tcpAfter = tcpCounters();
@@ -139,7 +155,7 @@ async function restart(n, from) {
     // says `reheld` each time every tab it saw closed is back, which can happen before the last
     // of its tabs has seen its close: its latest line, once the lines add up to the killed tabs.
     const reheld = /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/;
-    const latest = () => holders.map((h) => h.lines.map((l) => reheld.exec(l)).filter(Boolean).at(-1));
+    const latest = () => holders.slice(0, kHolders).map((h) => h.lines.map((l) => reheld.exec(l)).filter(Boolean).at(-1));
     let backs = [];
     await waitUntil(() => {
       backs = latest();
@@ -148,10 +164,11 @@ async function restart(n, from) {
     const sum = (k) => backs.reduce((total, m) => total + Number(m[k]), 0);
     const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
     const after = { a: await gatewayTabs(restarted), b: await othersTabs(), rssA: rssKiB(restarted.child.pid), rssB: othersRss() };
+    const watched = watch ? await watchKeepAlives(trickle, others, holders.slice(0, kHolders)) : null;
     return {
       n, arrivalMs, arrivalSaid: helds.map((m) => m.input).join('\n                  '), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
-      cpu, tcp, complaints, said, back: back.tabs, attempts: back.attempts, givenUp: back.givenUp, tabsSaid: back.said,
+      cpu, tcp, complaints, said, back: back.tabs, attempts: back.attempts, givenUp: back.givenUp, tabsSaid: back.said, watched,
     };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
@@ -159,14 +176,39 @@ async function restart(n, from) {
   }
 }
 
-export async function restarts(levels, from = 'half') {
+// The keep-alives after the storm: the trickle's figures over kWatchSeconds, and the CPU of the
+// gateways that took the tabs in and of the tabs' holders, per kWindowMs: the busiest window and
+// the median one. Keep-alives sent in step show as a busy window a ping period after the storm.
+async function watchKeepAlives(trickle, gateways, holders) {
+  const cpu = (ps) => ps.reduce((sum, p) => sum + treeCpuSeconds(p.child.pid), 0);
+  const windows = { gateways: [], holders: [] };
+  let last = { gateways: cpu(gateways), holders: cpu(holders) };
+  const sampler = setInterval(() => {
+    const now = { gateways: cpu(gateways), holders: cpu(holders) };
+    for (const k of Object.keys(windows)) windows[k].push((now[k] - last[k]) / (kWindowMs / 1000));
+    last = now;
+  }, kWindowMs);
+  let figures;
+  try {
+    figures = await openLoop(trickle, kWatchRate, kWatchSeconds);
+  } finally {
+    clearInterval(sampler);
+  }
+  const shape = (xs) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return { busiest: sorted.at(-1) ?? 0, median: sorted[Math.floor(sorted.length / 2)] ?? 0, busiestAt: (xs.indexOf(sorted.at(-1)) + 1) * kWindowMs / 1000 };
+  };
+  return { trickle: figures, gateways: shape(windows.gateways), holders: shape(windows.holders) };
+}
+
+export async function restarts(levels, from = 'half', watch = false) {
   const most = mostTabs();
   const layout = from === 'all'
     ? 'every tab first straight on the first of three gateways, nginx (round robin) in front of all three'
     : 'through nginx (round robin) to two gateways';
   console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes (${nodeHolder ? 'bench/hold.mjs, BENCH_HOLDER=node' : 'relay-tabholder'}), ${layout} (nginx: ${kWorkers} workers, connecting from 8 addresses); kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
   for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {
-    const r = await restart(n, from);
+    const r = await restart(n, from, watch);
     const kib = (rss, tabs) => (tabs > 0 ? `${(rss / 1024).toFixed(1)} MiB, ${tabs} tabs` : `${(rss / 1024).toFixed(1)} MiB`);
     console.log(`${String(n).padStart(6)} tabs (arrived in ${(r.arrivalMs / 1000).toFixed(1)} s): ${r.before.a} on the killed gateway; every tab routable again ${(r.fromKill / 1000).toFixed(2)} s after the kill [a shard's bar ≤ ${kBarSeconds}: ${r.fromKill / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (the gateway was up again after ${(r.restartMs / 1000).toFixed(2)} s; the lowest router count polled: ${r.lowest}); ${r.back} tabs came back in ${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} GIVEN UP` : ''}`);
     console.log(`        the tabs' arrival: ${r.arrivalSaid}`);
@@ -178,6 +220,11 @@ export async function restarts(levels, from = 'half') {
     if (said.length) console.log(`        the other gateways meanwhile: ${said.map(([msg, count]) => `${msg} ×${count}`).join('; ')}`);
     if (r.tcp.length) console.log(`        the kernel's TCP counters meanwhile (the whole machine's): ${r.tcp.map(([name, d]) => `${name} +${d}`).join(', ')}`);
     const relay = r.cpu['restarted gateway'] + (r.cpu['other gateway'] ?? r.cpu['other gateways']) + r.cpu.router;
+    if (r.watched) {
+      const w = r.watched;
+      const pct = (x) => `${(x * 100).toFixed(0)} %`;
+      console.log(`        the keep-alives after the storm (${kWatchSeconds} s, ${kWatchRate} calls/s through a gateway that took tabs in): trickle p50 ${w.trickle.p50_ms.toFixed(2)} ms, p99 ${w.trickle.p99_ms.toFixed(2)} ms (${stallText(w.trickle)})${w.trickle.errors || w.trickle.non200 ? `, ERRORS ${w.trickle.errors}, non-200 ${w.trickle.non200}` : ''}; CPU per ${kWindowMs} ms, of one core: those gateways busiest ${pct(w.gateways.busiest)} (at ${w.gateways.busiestAt} s), median ${pct(w.gateways.median)}; the tabs' holders busiest ${pct(w.holders.busiest)} (at ${w.holders.busiestAt} s), median ${pct(w.holders.median)}`);
+    }
     console.log(`        CPU from the kill until routable (s, of ${(r.fromKill / 1000).toFixed(2)} s on 2 cores): ${Object.entries(r.cpu).map(([name, s]) => `${name} ${s.toFixed(2)}`).join(', ')}; the relay's own (gateways and router) ${relay.toFixed(2)}`);
   }
 }

@@ -7,16 +7,18 @@ import { writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { startStack, waitUntil, binDir } from './lib/stack.mjs';
+import { startStack, startProcess, waitUntil, binDir } from './lib/stack.mjs';
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 
 const execFileAsync = promisify(execFile);
 let stack, gwTabs, gwAgents;
+// Accounts whose tabs arrive together (the keep-alives' test).
+const kSpread = Array.from({ length: 30 }, (_, i) => `spread${i}`);
 before(async () => {
   stack = await startStack({
     gateways: 2,
-    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan'],
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', ...kSpread],
     // Short timeouts so that the tests take as long as the behaviour, not the defaults.
     gatewayArgs: (i) => i === 0
       ? ['--tab_ping_interval=300ms', '--tab_hello_timeout=500ms', '--max_tab_message_bytes=65536']
@@ -426,6 +428,53 @@ test('a tab that misses two pings is dropped, and the agent is told no tab is co
   assert.equal(messages[0].result.account, 'bob');
   const agent = await agentFor('bob');
   await waitUntil(async () => (await agent.callTool('get_view')).message.result.content[0].text.includes('No editor is connected'), 'the router forgets the tab');
+});
+
+test('keep-alives of connections that arrive together are spread over half a period, not sent in step', async () => {
+  // A gateway of its own with a period of 1 s for pings and comments alike.
+  const args = gwTabs.args.filter((a) => !/^--(tab_ping_interval|tab_hello_timeout|sse_keepalive)=/.test(a));
+  const gw = startProcess('gateway-spread', join(binDir, 'relay-gateway'), [...args, '--tab_ping_interval=1s', '--sse_keepalive=1s']);
+  const tabs = [];
+  const closers = [];
+  try {
+    const port = await gw.listeningPort();
+    const url = `http://127.0.0.1:${port}/mcp`;
+    const tickets = await Promise.all(kSpread.map((user) => stack.ticket(user)));
+    const agent = new RawAgent(url, await stack.mintToken('dave'));
+    await agent.initialize();
+    // 30 tabs and 30 GET streams at once; each one's delay from its start to its first keep-alive.
+    const tabDelays = Promise.all(tickets.map(async (ticket) => {
+      const tab = new ScriptedTab(`ws://127.0.0.1:${port}/mcp`);
+      tabs.push(tab);
+      await tab.hello(ticket);
+      const live = Date.now();
+      await new Promise((resolve) => tab.ws.once('ping', resolve));
+      return Date.now() - live;
+    }));
+    const streamDelays = Promise.all(kSpread.map(async () => {
+      const session = new RawAgent(url, agent.token);
+      await session.initialize();
+      const { stream, close } = await session.openStream();
+      closers.push(close);
+      const open = Date.now();
+      const event = await stream.next();
+      assert.equal(event.comment, 'keep-alive');
+      return Date.now() - open;
+    }));
+    // A tab's first tick finds its hello heard, so its first ping is a period after that tick:
+    // 1.5-2 s after it is live; a stream's first comment 0.5-1 s after it opens. In step, each
+    // set would be one figure plus the machine's timer slop. (This process notes a start up to
+    // tens of milliseconds after it came, while it handles the other 59: hence the margin.)
+    for (const [what, delays, earliest] of [['tabs\' first pings', await tabDelays, 1500], ['streams\' first comments', await streamDelays, 500]]) {
+      const sorted = [...delays].sort((x, y) => x - y);
+      assert.ok(sorted[0] >= earliest - 100, `${what} too soon: ${sorted.join(', ')} ms`);
+      assert.ok(sorted.at(-1) - sorted[0] >= 250, `${what} in step: ${sorted.join(', ')} ms`);
+    }
+  } finally {
+    for (const close of closers) close();
+    for (const tab of tabs) tab.ws?.close();
+    await gw.stop();
+  }
 });
 
 test('HTTP errors: 400 without a session, 404 for a bad one, 413 over the body limit, 400 for an unknown protocol version', async () => {

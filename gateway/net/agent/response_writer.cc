@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 
 #include "common/log.h"
+#include "gateway/core/keepalive_phase.h"
 
 namespace relay::gateway {
 
@@ -31,7 +32,9 @@ void ResponseWriter::StartSse(absl::string_view extra_headers) {
   sse_ = true;
   then_.reset();
   Enqueue(EncodeSseHead(extra_headers));
-  ScheduleKeepAlive();
+  // The first a spread part of a period away: streams opened together do
+  // not keep their comments in step (KeepAlivePhase).
+  ScheduleKeepAlive(KeepAlivePhase::First(sse_keepalive_));
 }
 
 void ResponseWriter::SendEvent(absl::string_view message, uint64_t event_id) {
@@ -79,15 +82,15 @@ void ResponseWriter::WatchWrites() {
   });
 }
 
-void ResponseWriter::ScheduleKeepAlive() {
-  keepalive_timer_.expires_after(sse_keepalive_);
+void ResponseWriter::ScheduleKeepAlive(std::chrono::milliseconds after) {
+  keepalive_timer_.expires_after(after);
   keepalive_timer_.async_wait([this, owner = owner_.KeepAlive()](boost::system::error_code ec) {
     if (ec || !sse_ || stopped_) {
       return;
     }
     // A comment line: proxies see traffic and do not cut an idle stream.
     Enqueue(EncodeSseKeepAlive());
-    ScheduleKeepAlive();
+    ScheduleKeepAlive(sse_keepalive_);
   });
 }
 

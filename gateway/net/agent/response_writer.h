@@ -62,7 +62,7 @@ class ResponseWriter {
   void Enqueue(std::string bytes);
   void DoWrite();
   void OnWrite(boost::system::error_code ec, size_t bytes);
-  void ScheduleKeepAlive();
+  void ScheduleKeepAlive(std::chrono::milliseconds after);
   // Armed while writes are in flight, at most once per write_timeout_ (not
   // once per write): a write in flight must move within write_timeout_ of
   // its last headway (write_moved_).

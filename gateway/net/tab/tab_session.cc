@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "gateway/core/keepalive_phase.h"
 #include "gateway/core/tab_protocol.h"
 #include "gateway/core/ws_frame.h"
 #include "gateway/net/gathered_posts.h"
@@ -340,7 +341,10 @@ void TabSession::PostAccepted(uint32_t agents) {
       return;  // a re-announcement after a router restart
     }
     self->phase_ = State::kLive;
-    self->ArmTimer(absl::ToChronoMilliseconds(self->services_.options.tab_idle_timeout / 2),
+    // The first tick a spread part of a period away: tabs that come back
+    // together are not pinged together for ever after (KeepAlivePhase).
+    self->ArmTimer(KeepAlivePhase::First(
+                       absl::ToChronoMilliseconds(self->services_.options.tab_idle_timeout / 2)),
                    &TabSession::OnKeepAlive);
     // Counted first: a send below may find the tab not reading and clean up,
     // which must count it gone.
