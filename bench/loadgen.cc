@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <functional>
 #include <optional>
 #include <memory>
@@ -36,6 +37,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 ABSL_FLAG(std::string, url, "", "http://HOST:PORT/PATH");
@@ -58,7 +60,37 @@ struct Figures {
   std::vector<double> latencies_us;
   uint64_t errors = 0;
   uint64_t non_200 = 0;
+  // The errors by step and reason ("read: end of stream"), so that a run says what failed.
+  std::map<std::string, uint64_t> error_kinds;
+  // When the first errors came, in seconds since the load began.
+  std::vector<double> error_times;
+  Clock::time_point started = Clock::now();
+
+  void Failed(const char* step, const beast::error_code& ec) {
+    ++errors;
+    ++error_kinds[absl::StrCat(step, ": ", ec.message())];
+    if (error_times.size() < 10) {
+      error_times.push_back(std::chrono::duration<double>(Clock::now() - started).count());
+    }
+  }
 };
+
+// The error kinds as JSON members (the reasons are the system's words, which hold no quote).
+std::string ErrorKinds(const Figures& figures) {
+  std::string out;
+  for (const auto& [kind, count] : figures.error_kinds) {
+    absl::StrAppend(&out, out.empty() ? "" : ",", "\"", kind, "\":", count);
+  }
+  return out;
+}
+
+std::string ErrorTimes(const Figures& figures) {
+  std::string out;
+  for (double at : figures.error_times) {
+    absl::StrAppend(&out, out.empty() ? "" : ",", absl::StrFormat("%.3f", at));
+  }
+  return out;
+}
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -72,7 +104,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start() {
     socket_.async_connect(endpoint_, [self = shared_from_this()](beast::error_code ec) {
       if (ec) {
-        ++self->figures_.errors;
+        self->figures_.Failed("connect", ec);
         return;
       }
       self->socket_.set_option(asio::ip::tcp::no_delay(true));
@@ -85,7 +117,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     asio::async_write(socket_, asio::buffer(request_),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         if (ec) {
-                          ++self->figures_.errors;
+                          self->figures_.Failed("write", ec);
                           return;
                         }
                         self->Read();
@@ -99,7 +131,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     http::async_read(socket_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        if (ec) {
-                         ++self->figures_.errors;
+                         self->figures_.Failed("read", ec);
                          return;
                        }
                        auto took = Clock::now() - self->scheduled_;
@@ -227,7 +259,11 @@ int main(int argc, char** argv) {
                                    static_cast<unsigned short>(port));
   Figures figures;
   std::deque<Clock::time_point> due;  // scheduled, waiting for an idle connection
-  std::vector<Connection*> idle;
+  // Taken in turn, oldest first: every connection is used every connections/rate seconds. Taken
+  // newest first, those at the bottom sat unused until a stall deepened the queue, and by then a
+  // server that closes a connection whose first request does not come in time (the gateway's
+  // --header_timeout, 10 s) had closed them: their calls failed with "end of stream".
+  std::deque<Connection*> idle;
   bool sending = false;  // closed loop: while the clock runs
   uint64_t issued = 0;
   auto on_idle = [&](Connection* c) {
@@ -261,6 +297,7 @@ int main(int argc, char** argv) {
   const double rate = absl::GetFlag(FLAGS_rate);
   const auto interval = std::chrono::duration<double>(1.0 / rate);
   const Clock::time_point start = Clock::now();
+  figures.started = start;
   const uint64_t total =
       closed ? 0 : static_cast<uint64_t>(rate * absl::GetFlag(FLAGS_seconds));
   asio::steady_timer timer(io);
@@ -273,8 +310,8 @@ int main(int argc, char** argv) {
       }
       ++issued;
       if (!idle.empty()) {
-        Connection* c = idle.back();
-        idle.pop_back();
+        Connection* c = idle.front();
+        idle.pop_front();
         c->Send(at);
       } else {
         due.push_back(at);
@@ -319,7 +356,8 @@ int main(int argc, char** argv) {
       "{\"offered\":%.0f,\"sent\":%llu,\"completed\":%zu,\"errors\":%llu,\"non200\":%llu,"
       "\"achieved\":%.0f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
       "\"max_ms\":%.3f,\"stalls_1ms\":%llu,\"stalls_2ms\":%llu,\"stall_max_ms\":%.3f,"
-      "\"stall_total_ms\":%.1f,\"connection_min_rps\":%.2f,\"connection_median_rps\":%.2f}\n",
+      "\"stall_total_ms\":%.1f,\"connection_min_rps\":%.2f,\"connection_median_rps\":%.2f,"
+      "\"error_kinds\":{%s},\"error_times_s\":[%s]}\n",
       rate, static_cast<unsigned long long>(issued), l.size(),
       static_cast<unsigned long long>(figures.errors),
       static_cast<unsigned long long>(figures.non_200), l.size() / elapsed,
@@ -327,6 +365,7 @@ int main(int argc, char** argv) {
       Percentile(l, 0.999) / 1000, l.empty() ? 0.0 : l.back() / 1000,
       static_cast<unsigned long long>(stalls.at_least_1ms()),
       static_cast<unsigned long long>(stalls.at_least_2ms()), stalls.longest_ms(),
-      stalls.total_ms(), per_connection.front(), Percentile(per_connection, 0.5));
+      stalls.total_ms(), per_connection.front(), Percentile(per_connection, 0.5),
+      ErrorKinds(figures).c_str(), ErrorTimes(figures).c_str());
   return 0;
 }

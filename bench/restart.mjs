@@ -188,17 +188,24 @@ async function watchKeepAlives(trickle, gateways, holders) {
     for (const k of Object.keys(windows)) windows[k].push((now[k] - last[k]) / (kWindowMs / 1000));
     last = now;
   }, kWindowMs);
+  const linesBefore = gateways.map((g) => g.lines.length);
   let figures;
   try {
     figures = await openLoop(trickle, kWatchRate, kWatchSeconds);
   } finally {
     clearInterval(sampler);
   }
+  // What those gateways said meanwhile that was not routine (warnings and errors, by message).
+  const said = {};
+  for (const line of gateways.flatMap((g, i) => g.lines.slice(linesBefore[i]))) {
+    const m = /"level":"(warn|error)".*?"msg":"([^"]*)"/.exec(line);
+    if (m) said[m[2]] = (said[m[2]] ?? 0) + 1;
+  }
   const shape = (xs) => {
     const sorted = [...xs].sort((a, b) => a - b);
     return { busiest: sorted.at(-1) ?? 0, median: sorted[Math.floor(sorted.length / 2)] ?? 0, busiestAt: (xs.indexOf(sorted.at(-1)) + 1) * kWindowMs / 1000 };
   };
-  return { trickle: figures, gateways: shape(windows.gateways), holders: shape(windows.holders) };
+  return { trickle: figures, gateways: shape(windows.gateways), holders: shape(windows.holders), said };
 }
 
 export async function restarts(levels, from = 'half', watch = false) {
@@ -223,7 +230,9 @@ export async function restarts(levels, from = 'half', watch = false) {
     if (r.watched) {
       const w = r.watched;
       const pct = (x) => `${(x * 100).toFixed(0)} %`;
-      console.log(`        the keep-alives after the storm (${kWatchSeconds} s, ${kWatchRate} calls/s through a gateway that took tabs in): trickle p50 ${w.trickle.p50_ms.toFixed(2)} ms, p99 ${w.trickle.p99_ms.toFixed(2)} ms (${stallText(w.trickle)})${w.trickle.errors || w.trickle.non200 ? `, ERRORS ${w.trickle.errors}, non-200 ${w.trickle.non200}` : ''}; CPU per ${kWindowMs} ms, of one core: those gateways busiest ${pct(w.gateways.busiest)} (at ${w.gateways.busiestAt} s), median ${pct(w.gateways.median)}; the tabs' holders busiest ${pct(w.holders.busiest)} (at ${w.holders.busiestAt} s), median ${pct(w.holders.median)}`);
+      console.log(`        the keep-alives after the storm (${kWatchSeconds} s, ${kWatchRate} calls/s through a gateway that took tabs in): trickle p50 ${w.trickle.p50_ms.toFixed(2)} ms, p99 ${w.trickle.p99_ms.toFixed(2)} ms (${stallText(w.trickle)})${w.trickle.errors || w.trickle.non200 ? `, ERRORS ${w.trickle.errors} ${JSON.stringify(w.trickle.error_kinds)} (the first at ${w.trickle.error_times_s.join(', ')} s), non-200 ${w.trickle.non200}` : ''}; CPU per ${kWindowMs} ms, of one core: those gateways busiest ${pct(w.gateways.busiest)} (at ${w.gateways.busiestAt} s), median ${pct(w.gateways.median)}; the tabs' holders busiest ${pct(w.holders.busiest)} (at ${w.holders.busiestAt} s), median ${pct(w.holders.median)}`);
+      const said = Object.entries(w.said).sort((x, y) => y[1] - x[1]).slice(0, 4);
+      if (said.length) console.log(`        those gateways meanwhile: ${said.map(([msg, count]) => `${msg} ×${count}`).join('; ')}`);
     }
     console.log(`        CPU from the kill until routable (s, of ${(r.fromKill / 1000).toFixed(2)} s on 2 cores): ${Object.entries(r.cpu).map(([name, s]) => `${name} ${s.toFixed(2)}`).join(', ')}; the relay's own (gateways and router) ${relay.toFixed(2)}`);
   }
