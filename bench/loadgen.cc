@@ -62,32 +62,39 @@ struct Figures {
   uint64_t non_200 = 0;
   // The errors by step and reason ("read: end of stream"), so that a run says what failed.
   std::map<std::string, uint64_t> error_kinds;
-  // When the first errors came, in seconds since the load began.
-  std::vector<double> error_times;
-  Clock::time_point started = Clock::now();
+  // When the first errors came; printed in seconds since the load began (below 0: while the
+  // connections were being made).
+  std::vector<Clock::time_point> error_times;
+  Clock::time_point started;
 
   void Failed(const char* step, const beast::error_code& ec) {
     ++errors;
     ++error_kinds[absl::StrCat(step, ": ", ec.message())];
     if (error_times.size() < 10) {
-      error_times.push_back(std::chrono::duration<double>(Clock::now() - started).count());
+      error_times.push_back(Clock::now());
     }
   }
 };
 
-// The error kinds as JSON members (the reasons are the system's words, which hold no quote).
+// The error kinds as JSON members.
 std::string ErrorKinds(const Figures& figures) {
   std::string out;
   for (const auto& [kind, count] : figures.error_kinds) {
-    absl::StrAppend(&out, out.empty() ? "" : ",", "\"", kind, "\":", count);
+    std::string key;
+    for (char c : kind) {
+      if (c == '"' || c == '\\') key += '\\';
+      key += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+    }
+    absl::StrAppend(&out, out.empty() ? "" : ",", "\"", key, "\":", count);
   }
   return out;
 }
 
 std::string ErrorTimes(const Figures& figures) {
   std::string out;
-  for (double at : figures.error_times) {
-    absl::StrAppend(&out, out.empty() ? "" : ",", absl::StrFormat("%.3f", at));
+  for (Clock::time_point at : figures.error_times) {
+    absl::StrAppend(&out, out.empty() ? "" : ",",
+                    absl::StrFormat("%.3f", std::chrono::duration<double>(at - figures.started).count()));
   }
   return out;
 }

@@ -125,7 +125,7 @@ async function restart(n, from, watch) {
     const restartedAt = Date.now();
     // Routable again: the live gateways hold every tab again and the router counts them all
     // (its count alone could still include the killed gateway's tabs, before it saw the link end).
-    let lowest = n;
+    let lowest = all;
     await waitUntil(async () => {
       const count = await routerTabs(router);
       if (count >= 0) lowest = Math.min(lowest, count);
@@ -164,7 +164,7 @@ async function restart(n, from, watch) {
     const sum = (k) => backs.reduce((total, m) => total + Number(m[k]), 0);
     const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
     const after = { a: await gatewayTabs(restarted), b: await othersTabs(), rssA: rssKiB(restarted.child.pid), rssB: othersRss() };
-    const watched = watch ? await watchKeepAlives(trickle, others, holders.slice(0, kHolders)) : null;
+    const watched = watch ? await watchKeepAlives(trickle, [restarted, ...others], holders.slice(0, kHolders)) : null;
     return {
       n, arrivalMs, arrivalSaid: helds.map((m) => m.input).join('\n                  '), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
