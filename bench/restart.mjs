@@ -68,6 +68,7 @@ export const mostTabs = () => Math.min(mostConnections(), Math.floor(kWorkers * 
 async function restart(n, from, watch) {
   const stack = await startStack({ gateways: from === 'all' ? 3 : 2, users: [] });
   const holders = [];
+  let trickleTab = null;  // --restart-watch's, apart from the holders
   let nginx = null;
   try {
     const [a, ...others] = stack.gateways;
@@ -93,10 +94,10 @@ async function restart(n, from, watch) {
     let trickle = null;
     if (watch) {
       const [acc] = makeAccounts(stack, 1, 'w');
-      holders.push(await startEchoTab('trickle tab', others[0].wsUrl, acc.ticket));
+      trickleTab = await startEchoTab('trickle tab', others[0].wsUrl, acc.ticket);
       trickle = { url: others[0].url, token: acc.token, sid: await initialize(others[0].url, acc.token) };
     }
-    const helds = await Promise.all(holders.slice(0, kHolders).map((h) => heldBy(h)));
+    const helds = await Promise.all(holders.map((h) => heldBy(h)));
     const arrivalMs = Math.max(...helds.map((m) => Number(m[2])));
     // The watch's trickle tab is one more, on a gateway that stays up.
     const all = n + (trickle ? 1 : 0);
@@ -113,7 +114,7 @@ async function restart(n, from, watch) {
 
     // Who spends the CPU of the storm: every process but the killed gateway, from the kill until
     // every tab is routable (the restarted gateway: all it spent since it started).
-    const spenders = { [others.length > 1 ? 'other gateways' : 'other gateway']: others, router: [router], nginx: [nginx], 'the tabs (bench)': holders.slice(0, kHolders), 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
+    const spenders = { [others.length > 1 ? 'other gateways' : 'other gateway']: others, router: [router], nginx: [nginx], 'the tabs (bench)': holders, 'host API': [stack.hostapi], authsvc: [stack.authsvc] };
     const cpuOf = () => Object.fromEntries(Object.entries(spenders).map(([name, ps]) => [name, ps.reduce((sum, p) => sum + treeCpuSeconds(p.child.pid), 0)]));
     const cpuBefore = cpuOf();
     const nginxLinesBefore = nginx.lines.length;
@@ -155,7 +156,7 @@ async function restart(n, from, watch) {
     // says `reheld` each time every tab it saw closed is back, which can happen before the last
     // of its tabs has seen its close: its latest line, once the lines add up to the killed tabs.
     const reheld = /^reheld (\d+) in (\d+) ms, (\d+) attempts, (\d+) given up/;
-    const latest = () => holders.slice(0, kHolders).map((h) => h.lines.map((l) => reheld.exec(l)).filter(Boolean).at(-1));
+    const latest = () => holders.map((h) => h.lines.map((l) => reheld.exec(l)).filter(Boolean).at(-1));
     let backs = [];
     await waitUntil(() => {
       backs = latest();
@@ -164,14 +165,14 @@ async function restart(n, from, watch) {
     const sum = (k) => backs.reduce((total, m) => total + Number(m[k]), 0);
     const back = { tabs: sum(1), attempts: sum(3), givenUp: sum(4), said: backs.map((m) => m.input).join('\n                  ') };
     const after = { a: await gatewayTabs(restarted), b: await othersTabs(), rssA: rssKiB(restarted.child.pid), rssB: othersRss() };
-    const watched = watch ? await watchKeepAlives(trickle, [restarted, ...others], holders.slice(0, kHolders)) : null;
+    const watched = watch ? await watchKeepAlives(trickle, [restarted, ...others], holders) : null;
     return {
       n, arrivalMs, arrivalSaid: helds.map((m) => m.input).join('\n                  '), before, after, lowest,
       fromKill: routableAt - killedAt, restartMs: restartedAt - killedAt,
       cpu, tcp, complaints, said, back: back.tabs, attempts: back.attempts, givenUp: back.givenUp, tabsSaid: back.said, watched,
     };
   } finally {
-    await Promise.all(holders.map((h) => h.stop()));
+    await Promise.all([...holders, ...(trickleTab ? [trickleTab] : [])].map((h) => h.stop()));
     await stack.stop();
   }
 }

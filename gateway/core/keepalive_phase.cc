@@ -6,11 +6,10 @@
 namespace relay::gateway {
 
 std::chrono::milliseconds KeepAlivePhase::First(std::chrono::milliseconds period, double draw) {
+  // The offset truncates, so the first tick never passes the period.
   const auto half = period / 2;
-  const auto offset = std::chrono::milliseconds(
-      static_cast<std::chrono::milliseconds::rep>(static_cast<double>((period - half).count()) *
-                                                  std::clamp(draw, 0.0, 1.0)));
-  return std::min(period, half + offset);
+  return half + std::chrono::duration_cast<std::chrono::milliseconds>((period - half) *
+                                                                      std::clamp(draw, 0.0, 1.0));
 }
 
 std::chrono::milliseconds KeepAlivePhase::First(std::chrono::milliseconds period) {

@@ -26,8 +26,8 @@ TEST(KeepAlivePhaseTest, ADrawOutsideItsRangeStaysWithinThePeriod) {
 }
 
 // The thread's generator spreads connections that arrive together over the
-// half period (a storm of 1,000: the chance that all fall in one fifth of it
-// is 0.2^999, never).
+// half period (a storm of 1,000: the chance that none falls in its first fifth,
+// or none in its last, is 2 x 0.8^1000, never).
 TEST(KeepAlivePhaseTest, ConnectionsArrivingTogetherAreSpreadOverHalfAPeriod) {
   const milliseconds period(25000);
   milliseconds earliest = period, latest(0);
