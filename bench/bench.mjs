@@ -39,7 +39,7 @@
 //   bench/run.sh --machine         only how often this machine stops a busy core (also printed
 //                                  after the sweep): the floor under any server's tail here
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import os from 'node:os';
@@ -51,8 +51,27 @@ import { connections } from './connections.mjs';
 import { rebuilds } from './rebuild.mjs';
 import { restarts } from './restart.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
+// The options, and for --help or a mistyped one the usage at the top of this file (its
+// comment lines up to the first import), not a stack trace.
+function usage() {
+  const text = readFileSync(new URL(import.meta.url), 'utf8');
+  return text.slice(0, text.indexOf('\nimport ')).split('\n').map((l) => l.replace(/^\/\/ ?/, '')).join('\n');
+}
+const { values: opts } = (() => {
+  try {
+    return parseArgs({ options: optionSpec() });
+  } catch (error) {
+    console.error(`bench: ${error.message}\n\n${usage()}`);
+    process.exit(2);
+  }
+})();
+if (opts.help) {
+  console.log(usage());
+  process.exit(0);
+}
+function optionSpec() {
+  return {
+    help: { type: 'boolean', default: false },
     seconds: { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '32,1' },
     connections: { type: 'string' },
@@ -70,8 +89,8 @@ const { values: opts } = parseArgs({
     'no-sweep': { type: 'boolean', default: false },
     machine: { type: 'boolean', default: false },
     out: { type: 'string', default: join(repoRoot, 'docs', 'perf') },
-  },
-});
+  };
+}
 const seconds = Number(opts.seconds);
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
 async function saturate(system, concurrency, countSyscalls = false) {
@@ -100,6 +119,11 @@ async function saturate(system, concurrency, countSyscalls = false) {
 }
 // Asio waits with epoll_wait, libuv (Node) with epoll_pwait: the two are one column.
 const syscallEvents = ['raw_syscalls:sys_enter', 'syscalls:sys_enter_epoll_wait', 'syscalls:sys_enter_epoll_pwait', 'syscalls:sys_enter_epoll_ctl'];
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 
 // How often this machine stops a busy core: with every core spinning, the gaps in which one
 // did not run. Any call in flight there waits out the gap, so these bound any server's tail.
@@ -196,7 +220,7 @@ async function compare() {
           }
           const r = await saturate(s, concurrency, opts.syscalls && round === 0);
           if (perf) await new Promise((done) => perf.on('exit', done));
-          rounds[round][s.key] = r.rps;
+          rounds[round][s.key] = r;
           if (r.syscalls.length) syscallsOf[s.key] = r.syscalls;
           if (results[i] === null || r.rps > results[i].rps) results[i] = r;
         }
@@ -223,14 +247,21 @@ async function compare() {
       console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}`);
       if (relay && nodeR) {
         // Each round's own ratio too: how far this machine's noise moves it.
-        const perRound = rounds.map((r) => (r.relay / r.node).toFixed(2));
-        console.log(`relay / Node relay in each round: ${perRound.join(', ')} (calls/s ${rounds.map((r) => `${Math.round(r.relay)}/${Math.round(r.node)}`).join(', ')})`);
+        const perRound = rounds.map((r) => (r.relay.rps / r.node.rps).toFixed(2));
+        console.log(`relay / Node relay in each round: ${perRound.join(', ')} (calls/s ${rounds.map((r) => `${Math.round(r.relay.rps)}/${Math.round(r.node.rps)}`).join(', ')})`);
         // Issue 29's bars: CPU per call at half the Node process's under load, at most its own
-        // for one call at a time, and there a p50 within 1.15x.
-        const cpuRatio = relayCpu(relay) / nodeCpu(nodeR);
+        // for one call at a time, and there a p50 within 1.15x. Judged on the median of the
+        // rounds' own ratios (each round's relay against the Node relay of the same round): the
+        // best rounds by calls/s need not be the same minute of the machine, and this machine's
+        // minutes move the Node process's CPU per call by half (63-98 µs at -c32 in one hour).
+        const cpuRatios = rounds.map((r) => relayCpu(r.relay) / nodeCpu(r.node));
+        const p50Ratios = rounds.map((r) => r.relay.p50 / r.node.p50);
         const cpuBar = concurrency === 1 ? 1 : 0.5;
-        const p50Ratio = relay.p50 / nodeR.p50;
-        console.log(`CPU per call, gateways and router / Node relay process: ${relayCpu(relay).toFixed(1)} / ${nodeCpu(nodeR).toFixed(1)} µs = ${cpuRatio.toFixed(2)}x [bar ≤ ${cpuBar}: ${cpuRatio <= cpuBar ? 'met' : 'NOT MET'}]   p50 relay / Node relay: ${p50Ratio.toFixed(2)}x${concurrency === 1 ? ` [bar ≤ 1.15: ${p50Ratio <= 1.15 ? 'met' : 'NOT MET'}]` : ''}`);
+        const cpuRatio = median(cpuRatios);
+        const p50Ratio = median(p50Ratios);
+        const verdict = (v, bar) => `[bar ≤ ${bar}: ${v <= bar ? 'met' : 'NOT MET'}]`;
+        console.log(`CPU per call, gateways and router / Node relay process, in each round: ${rounds.map((r, i) => `${relayCpu(r.relay).toFixed(1)} / ${nodeCpu(r.node).toFixed(1)} µs = ${cpuRatios[i].toFixed(2)}x`).join(', ')}; median ${cpuRatio.toFixed(2)}x ${verdict(cpuRatio, cpuBar)}`);
+        console.log(`p50 relay / Node relay, in each round: ${p50Ratios.map((v) => `${v.toFixed(2)}x`).join(', ')}; median ${p50Ratio.toFixed(2)}x${concurrency === 1 ? ` ${verdict(p50Ratio, 1.15)}` : ''}`);
       }
       console.log('');
     }

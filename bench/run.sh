@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The relay beside its peers (../shared/bench) in one run; see bench/bench.mjs for options.
-#   bench/run.sh [--seconds 10] [--perf] [--memory N]
+# The relay beside its peers (../shared/bench) in one run; bench/run.sh --help lists the options
+# (the comment at the top of bench/bench.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --tests >/dev/null
