@@ -56,6 +56,8 @@ class Gateway::Parts {
   // Users whose sign-in ended within a chain of credentials' lifetime (at most 100,000: past
   // that, every chain that began before the oldest one dropped is refused).
   SignedOutUsers signed_out{TabResumeSigner::kChainLifetime, 100'000};
+  // The last revocations heard, for the streams whose verdicts were on their way meanwhile.
+  RecentRevocations revocations;
   EndedSessions ended;
   TouchThrottle touches;
   McpDispatcher dispatcher;
@@ -184,6 +186,7 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   state.tabs = &p.tabs;
   state.resumes = &p.resumes;
   state.signed_out = &p.signed_out;
+  state.revocations = &p.revocations;
   state.streams = &p.streams;
 
   p.grpc_loop.Start();
@@ -194,6 +197,10 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   // user-wide one (the password changed, the account went) the user's tabs.
   p.auth = NewGrpcAuthClient(p.config.authsvc, p.config.grpc_tls, p.grpc_loop,
                              [&p](const Revocation& revoked) {
+                               p.state.metrics.revocations.Add();
+                               // Noted before the streams are walked: a stream that registers
+                               // meanwhile, its verdict asked before this, finds it there.
+                               p.revocations.Add(revoked.user, revoked.token_sha256);
                                for (auto& stream : p.streams.Snapshot()) {
                                  stream->PostRevoked(revoked);
                                }

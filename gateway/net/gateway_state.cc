@@ -64,6 +64,10 @@ std::string GatewayState::RenderMetrics() const {
            "connection) or its header did not arrive within --header_timeout, or its body "
            "within that and a second per 16 KiB.",
            "counter", metrics.request_timeouts.value());
+  text.Add("relay_gateway_revocations_total",
+           "Revocations authsvc pushed to this gateway (a token's, or a user's whose sign-in "
+           "ended); each ends what is open with it.",
+           "counter", metrics.revocations.value());
   text.Add("relay_gateway_forwards_total", "Agent requests forwarded to a tab.", "counter",
            metrics.forwards.value());
   for (size_t i = 0; i < ForwardOutcome::kKinds; ++i) {
@@ -109,7 +113,8 @@ GatewayState::OperatorAnswer GatewayState::AnswerOperator(absl::string_view path
 void GatewayState::Wire() {
   tab_services.emplace(TabServices{options, gateway_id, *auth, *resumes, *signed_out, *router,
                                    *tabs, metrics, draining});
-  stream_services.emplace(StreamServices{options, *router, *streams, *ended, metrics});
+  stream_services.emplace(
+      StreamServices{options, *router, *streams, *ended, *revocations, metrics});
 }
 
 }  // namespace relay::gateway

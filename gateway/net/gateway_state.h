@@ -16,6 +16,7 @@
 #include "gateway/core/request_gate.h"
 #include "gateway/core/mcp_dispatcher.h"
 #include "gateway/core/router_client.h"
+#include "gateway/core/recent_revocations.h"
 #include "gateway/core/signed_out_users.h"
 #include "gateway/core/tab_resume.h"
 
@@ -100,6 +101,7 @@ struct GatewayMetrics {
   common::Counter router_link_downs;  // a shard's link ended (it reconnects)
   common::Counter accept_errors;        // e.g. out of file descriptors
   common::Counter request_timeouts;     // a request that did not come in time (RequestReader)
+  common::Counter revocations;          // pushed by authsvc: a token's or a user's
 };
 
 // What a tab's session uses of the gateway, given through its constructor:
@@ -122,6 +124,7 @@ struct StreamServices {
   RouterClient& router;            // the stream's open, close and subscriptions
   Registry<AgentStream>& streams;  // where the router's events find it
   const EndedSessions& ended;      // a stream of an ended session is not announced again
+  const RecentRevocations& revocations;  // pushed while its verdict was on its way
   GatewayMetrics& metrics;
 };
 
@@ -142,6 +145,7 @@ struct GatewayState {
   const McpDispatcher* dispatcher = nullptr;
   const TabResumeSigner* resumes = nullptr;
   const SignedOutUsers* signed_out = nullptr;
+  const RecentRevocations* revocations = nullptr;
   GatewayMetrics metrics;
   std::atomic<int64_t> connections{0};  // open HTTP and tab connections
   // Connections over --max_connections still being answered and closed (Listener::Refuse): not

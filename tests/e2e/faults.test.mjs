@@ -12,6 +12,7 @@ import { startStack, stopProcess, waitUntil, binDir, repoRoot } from './lib/stac
 import { ScriptedTab } from './lib/tab.mjs';
 import { RawAgent } from './lib/agent.mjs';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
 
 const stacks = [];
 after(async () => { await Promise.all(stacks.map((s) => s.stop())); });
@@ -179,6 +180,78 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
   assert.equal(answer.message.result.isError, true);
   // Every stream of the account ends with it.
   await streamEnds(kept.stream, "the account's other GET stream");
+});
+
+// Between authsvc and the host API: passes everything on, and while holding, keeps the host
+// API's answers to agent/verify and agent/redeem until released. A kept answer is the host API's
+// word as of the request, arriving late: as when it is on its way back while a revocation is
+// pushed to the gateways.
+async function startHoldingProxy() {
+  const proxy = { target: null, held: [], holding: false };
+  const server = createServer(async (req, res) => {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)));
+    const upstream = await fetch(`${proxy.target}${req.url}`, { method: req.method, headers, body: req.method === 'GET' ? undefined : Buffer.concat(chunks) });
+    const body = Buffer.from(await upstream.arrayBuffer());
+    const answer = () => {
+      res.writeHead(upstream.status, Object.fromEntries([...upstream.headers].filter(([name]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name))));
+      res.end(body);
+    };
+    if (proxy.holding && /agent\/(verify|redeem)/.test(req.url)) proxy.held.push(answer);
+    else answer();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.origin = `http://127.0.0.1:${server.address().port}`;
+  proxy.release = () => { proxy.holding = false; for (const answer of proxy.held.splice(0)) answer(); };
+  proxy.close = () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); });
+  return proxy;
+}
+
+test('a stream or a tab whose verdict was on its way while the sign-in ended does not stay open', async () => {
+  const proxy = await startHoldingProxy();
+  after(proxy.close);
+  const stack = await stackOf({
+    gateways: 1, forgetHook: true,
+    authsvcArgs: (s) => {
+      const base = new URL(s.hostapi.base);
+      proxy.target = base.origin;
+      return [`--api_base=${proxy.origin}${base.pathname}`];
+    },
+  });
+  const [gw] = stack.gateways;
+  // alice's tab: when it is closed with 4403, the revocation has reached the gateway.
+  const witness = new ScriptedTab(gw.wsUrl);
+  assert.ok((await witness.hello(await stack.ticket('alice'))).result);
+  const agent = new RawAgent(gw.url, await stack.mintToken('alice'));
+  await agent.initialize();
+  // Another token of alice's, which the gateway has not seen: its stream's verdict is asked of
+  // authsvc, and the host API's answer ("good") is kept on its way.
+  const late = new RawAgent(gw.url, await stack.mintToken('alice', 'late'));
+  late.session = agent.session;
+  const ticket = await stack.ticket('alice');
+  proxy.holding = true;
+  const opening = late.openStream();
+  const tab = new ScriptedTab(gw.wsUrl);
+  const hello = tab.hello(ticket);
+  await waitUntil(() => proxy.held.length === 2, 'the verification and the redemption to be held');
+
+  execFileSync(join(repoRoot, 'hostapi', 'bin', 'hostapi'), ['user:passwd', 'alice', 'a-new-password'], {
+    env: { ...process.env, ...stack.hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const { code } = await Promise.race([witness.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the open tab was not closed within 15 s')), 15000))]);
+  assert.equal(code, 4403);
+  const metrics = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
+  assert.match(metrics, /^relay_gateway_revocations_total 1$/m);
+
+  // The answers from before the revocation arrive now.
+  proxy.release();
+  const { res, stream } = await opening;
+  assert.equal(res.status, 200);
+  await streamEnds(stream, 'the stream opened on a verdict from before the revocation', 5000);
+  const answered = await hello;
+  assert.match(answered.error?.message ?? '', /sign in again/, JSON.stringify(answered));
+  assert.equal((await tab.closed).code, 4403);
 });
 
 test("one account's tab flooding its agents with list changes loses its own streams, and another account on the same links notices nothing", async () => {

@@ -12,6 +12,9 @@ namespace relay::gateway {
 
 void AgentAdmission::Check(absl::string_view authorization,
                            absl::FunctionRef<std::string()> client_address) {
+  // Before the verdict is looked up or asked for: whatever was revoked after this may not be
+  // in it.
+  revocation_mark_ = state_.revocations->Mark();
   std::string address;
   // An address the host API's brake locked out is answered here until its
   // Retry-After, without asking authsvc (the check costs nothing while no

@@ -43,6 +43,9 @@ class AgentAdmission {
   // The SHA-256 (hex) of the bearer Check last saw: how the verdict memo and a revocation name
   // it.
   const std::string& bearer_sha256() const { return bearer_sha256_; }
+  // The revocations heard when Check began (RecentRevocations::Mark): a stream opened on its
+  // verdict ends if one of its token or user came after.
+  uint64_t revocation_mark() const { return revocation_mark_; }
 
  private:
   void OnVerdict(AuthVerdict verdict, const std::string& address);
@@ -58,6 +61,7 @@ class AgentAdmission {
   // bearer is held only as long as the connection that sent it, and compared in constant time.
   std::string bearer_;
   std::string bearer_sha256_;
+  uint64_t revocation_mark_ = 0;
 };
 
 }  // namespace relay::gateway

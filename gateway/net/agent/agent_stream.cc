@@ -25,7 +25,7 @@ AgentStream::AgentStream(asio::ip::tcp::socket&& socket, const StreamServices& s
            MaxQueuedBytes(services.options),
            absl::ToChronoMilliseconds(services.options.idle_timeout)) {}
 
-void AgentStream::Run(uint64_t last_event_id) {
+void AgentStream::Run(uint64_t last_event_id, uint64_t revocation_mark) {
   services_.router.Send(account_, SessionTouchEvent(account_, session_));
   stream_id_ = services_.streams.Add(weak_from_this());
   services_.metrics.CountResponse(200);
@@ -42,6 +42,13 @@ void AgentStream::Run(uint64_t last_event_id) {
   services_.router.Send(account_, StreamOpenEvent(stream_id_, account_, session_, last_event_id,
                                                 /*confirm=*/listen_.has_value()));
   WatchPeer();
+  // Registered above, so a revocation pushed from now on finds this stream; one pushed while
+  // its verdict was on its way from authsvc did not, and is found here instead. It ends the
+  // stream as it would have ended it open (docs/decisions.md, "A revocation reaches what its
+  // verdict was on the way for").
+  if (services_.revocations.Since(revocation_mark, account_, token_sha256_)) {
+    End("the token was revoked: sign in again");
+  }
 }
 
 void AgentStream::WatchPeer() {

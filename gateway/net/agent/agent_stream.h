@@ -34,8 +34,9 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
               std::string token_sha256, std::optional<ListenFilter> listen = std::nullopt);
 
   // On its I/O thread: registers the stream, answers the GET, tells the router
-  // (which replays what came after last_event_id).
-  void Run(uint64_t last_event_id);
+  // (which replays what came after last_event_id). revocation_mark: the revocations heard
+  // when its verdict was looked up (AgentAdmission::revocation_mark).
+  void Run(uint64_t last_event_id, uint64_t revocation_mark);
 
   // A message for the session, from the router.
   void PostEvent(uint64_t event_id, std::string message);

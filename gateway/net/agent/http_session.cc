@@ -306,7 +306,7 @@ void HttpSession::OpenStream(const std::string& session) {
   // The stream takes the connection over; this session ends here.
   common::MakeSlabShared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
                                       headers_.role, session, BearerSha256())
-      ->Run(last_event_id);
+      ->Run(last_event_id, admission_.revocation_mark());
 }
 
 asio::ip::tcp::socket HttpSession::HandOver() {

@@ -33,7 +33,7 @@ void HttpSession::OpenListen(ListenPlan plan) {
   common::MakeSlabShared<AgentStream>(HandOver(), state_.ForStream(), std::move(slot_), account_,
                                       headers_.role, std::move(session), BearerSha256(),
                                       std::move(plan.filter))
-      ->Run(0);
+      ->Run(0, admission_.revocation_mark());
 }
 
 void HttpSession::OnModernEvent(std::string message) {

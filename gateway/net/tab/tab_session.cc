@@ -226,6 +226,10 @@ void TabSession::HandleHello(absl::string_view text) {
     return Resume(hello->resume);
   }
   phase_ = State::kRedeeming;
+  // Its chain's sign-in counts from the ask, not the answer: a user-wide revocation pushed while
+  // the redemption was on its way (the answer may be the host API's word from before it) then
+  // refuses this tab in Admit(), as it would have closed it open.
+  signed_in_ = absl::Now();
   services_.auth.RedeemTicket(
       std::move(hello->ticket), [self = shared_from_this()](AuthVerdict verdict) {
         GatheredPosts::Post(self->socket_.get_executor(),
@@ -253,7 +257,6 @@ void TabSession::OnRedeemed(AuthVerdict verdict) {
   announcement_.account = std::move(verdict.user);
   announcement_.role = std::move(verdict.role);
   announcement_.generation = verdict.generation;
-  signed_in_ = absl::Now();
   // The router has a hello timeout of its own to take the tab, however long the redemption
   // took (OnHelloTimeout: 1013 when it does not).
   ArmHelloTimer();

@@ -143,7 +143,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   uint64_t tab_id_ = 0;
   TabAnnouncement announcement_;  // what the router is told of this tab
   absl::Time resume_signed_;      // when the tab's last relay/resume was signed
-  absl::Time signed_in_;          // when its chain's ticket was redeemed (TabResume::signed_in)
+  absl::Time signed_in_;  // when its ticket was sent to be redeemed (TabResume::signed_in)
   std::string hello_id_;  // the hello's id, as JSON text
   TabCalls calls_;
 };

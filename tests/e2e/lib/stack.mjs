@@ -242,7 +242,8 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
 
     stack.authsvc = startProcess('authsvc', join(binDir, 'relay-authsvc'), [
       '--listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', `--api_base=${stack.hostapi.base}`,
-      `--relay_key_file=${relayKeyFile}`, ...tlsArgs('authsvc'), ...authsvcArgs,
+      `--relay_key_file=${relayKeyFile}`, ...tlsArgs('authsvc'),
+      ...(typeof authsvcArgs === 'function' ? authsvcArgs(stack) : authsvcArgs),
     ]);
     stack.procs.push(stack.authsvc);
     stack.authsvcPort = await stack.authsvc.listeningPort();
