@@ -63,8 +63,11 @@ async function gatewayTabs(gw) {
 export const mostTabs = () => Math.min(mostConnections(), Math.floor(kWorkers * (openFileLimit() - 200) / 2 / 1000) * 1000);
 
 // from: 'half' (two gateways, the tabs dealt to both by nginx, half of them on the one killed) or
-// 'all' (three gateways, every tab first on the one killed, straight to it; they come back
-// through nginx to the other two, as the tabs of a gateway holding 19,000 would).
+// 'all' (three gateways, every tab first on the one killed, through nginx's port pinned to it;
+// they come back through nginx's own port to the other two, as the tabs of a gateway holding
+// 19,000 would). Through nginx, not straight to the gateway: the storm's nginx is then one whose
+// workers held those tabs a moment before, as a deployment's is, not one meeting them first
+// (BENCH_FIRST=direct: straight, as before).
 async function restart(n, from, watch) {
   const stack = await startStack({ gateways: from === 'all' ? 3 : 2, users: [] });
   const holders = [];
@@ -75,7 +78,8 @@ async function restart(n, from, watch) {
     const sumOver = (values) => values.reduce((x, y) => x + y, 0);
     const othersTabs = async () => sumOver(await Promise.all(others.map(gatewayTabs)));
     const othersRss = () => sumOver(others.map((g) => rssKiB(g.child.pid)));
-    nginx = await startNginx(stack.dir, stack.gateways.map((g) => g.port), { workers: kWorkers, workerConnections: openFileLimit() - 200, upstreamSources: 8 });
+    nginx = await startNginx(stack.dir, stack.gateways.map((g) => g.port), { workers: kWorkers, workerConnections: openFileLimit() - 200, upstreamSources: 8, pinFirst: from === 'all' });
+    const firstUrl = process.env.BENCH_FIRST === 'direct' ? a.url : `http://127.0.0.1:${nginx.pinnedPort}/mcp`;
     stack.procs.push(nginx);
     const router = stack.routers[0];
     const accounts = makeAccounts(stack, n, 'g', { tokens: false });
@@ -88,7 +92,7 @@ async function restart(n, from, watch) {
       const stdin = share.map((acc) => acc.ticket).join('\n') + '\n\n';
       holders.push(nodeHolder
         ? startProcess(`tabs ${h}`, node, [join(repoRoot, 'bench', 'hold.mjs'), 'tab', url, '500'], { env: nodeEnv, stdin, keepStdin: true })
-        : startProcess(`tabs ${h}`, join(binDir, 'relay-tabholder'), [`--url=${url}`, ...(from === 'all' ? [`--first_url=${a.url}`] : []), '--batch=500', `--sources=${process.env.BENCH_SOURCES ?? 8}`, `--resume=${process.env.BENCH_RESUME !== '0'}`], { stdin, keepStdin: true }));
+        : startProcess(`tabs ${h}`, join(binDir, 'relay-tabholder'), [`--url=${url}`, ...(from === 'all' ? [`--first_url=${firstUrl}`] : []), '--batch=500', `--sources=${process.env.BENCH_SOURCES ?? 8}`, `--resume=${process.env.BENCH_RESUME !== '0'}`], { stdin, keepStdin: true }));
     }
     // The watch's trickle: its own account, its tab straight on a gateway that stays up.
     let trickle = null;
@@ -212,7 +216,9 @@ async function watchKeepAlives(trickle, gateways, holders) {
 export async function restarts(levels, from = 'half', watch = false) {
   const most = mostTabs();
   const layout = from === 'all'
-    ? 'every tab first straight on the first of three gateways, nginx (round robin) in front of all three'
+    ? (process.env.BENCH_FIRST === 'direct'
+      ? 'every tab first straight on the first of three gateways, nginx (round robin) in front of all three'
+      : 'every tab first through nginx on a port of its own pinned to the first of three gateways, then on its round robin over all three')
     : 'through nginx (round robin) to two gateways';
   console.log(`a gateway restarted under its tabs: N tabs, each of its own account, held by ${kHolders} bench processes (${nodeHolder ? 'bench/hold.mjs, BENCH_HOLDER=node' : 'relay-tabholder'}), ${layout} (nginx: ${kWorkers} workers, connecting from 8 addresses); kill -9 of the first and its restart on the same port; its tabs connect again at once through nginx with ${process.env.BENCH_RESUME === '0' ? 'a fresh ticket (BENCH_RESUME=0)' : 'the resume credential the relay gave them'}. At most ${most} tabs here (two descriptors each in nginx, all of them on one gateway meanwhile).\n`);
   for (const n of levels.map((l) => (l === 'max' ? most : Math.min(most, Number(l))))) {

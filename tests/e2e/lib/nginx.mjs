@@ -51,24 +51,34 @@ ${http}
 // instead of one. The kernel looks for each connect's ephemeral port among those already used
 // towards the same gateway, and with ten thousand connections from one address that walk makes
 // nginx's CPU grow with the square of a storm (the bench's restart of 9,500 tabs: 8.7 s of it).
-export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '', workers = 1, workerConnections = 4096, upstreamSources = 0 } = {}) {
+// pinFirst: also listen on nginx.pinnedPort, proxying there to the first gateway only (the bench's
+// restart puts every tab on the gateway it kills through the same workers that deal them out
+// again after it: the workers' buffers are those that held the tabs, as in a deployment).
+export async function startNginx(dir, upstreamPorts, { port, extraHeaders = '', workers = 1, workerConnections = 4096, upstreamSources = 0, pinFirst = false } = {}) {
   port = port ?? await freePort();
+  const pinnedPort = pinFirst ? await freePort() : 0;
   const prefix = join(dir, `nginx-${port}`);
   mkdirSync(prefix, { recursive: true });
   const servers = upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=5s;`).join('\n');
   const sources = Array.from({ length: upstreamSources }, (_, i) => `    ${i === upstreamSources - 1 ? '*' : `${(100 / upstreamSources).toFixed(2)}%`} 127.0.0.${10 + i};`).join('\n');
   writeConf(prefix, `
   map $http_upgrade $connection_upgrade { default upgrade; '' ''; }
+${pinFirst ? `  map $server_port $upstream_of_port { default gateways; ${pinnedPort} pinned; }` : ''}
 ${upstreamSources > 0 ? `  split_clients "\${remote_addr}\${remote_port}" $upstream_source {\n${sources}\n  }` : ''}
   upstream gateways {
 ${servers}
     keepalive 64;
   }
+${pinFirst ? `  upstream pinned {
+    server 127.0.0.1:${upstreamPorts[0]};
+    keepalive 64;
+  }` : ''}
   server {
-    listen 127.0.0.1:${port}${workers > 1 ? ' reuseport' : ''} backlog=4096;
+    listen 127.0.0.1:${port}${workers > 1 ? ' reuseport' : ''} backlog=4096;${pinFirst ? `
+    listen 127.0.0.1:${pinnedPort}${workers > 1 ? ' reuseport' : ''} backlog=4096;` : ''}
     client_max_body_size 5m;
     location / {
-      proxy_pass http://gateways;
+      proxy_pass http://${pinFirst ? '$upstream_of_port' : 'gateways'};
       proxy_http_version 1.1;${upstreamSources > 0 ? '\n      proxy_bind $upstream_source;' : ''}
       proxy_set_header Host $http_host;
       proxy_set_header Upgrade $http_upgrade;
@@ -83,6 +93,7 @@ ${extraHeaders}
   }`, { workers, workerConnections });
   const nginx = startProcess('nginx', 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf')]);
   nginx.port = port;
+  nginx.pinnedPort = pinnedPort;
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 'nginx answers');
   return nginx;
 }
