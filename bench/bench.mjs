@@ -32,7 +32,9 @@
 //                                  one: the time until every tab is routable again
 //   bench/run.sh --restart max --restart-from all
 //                                  the same with every tab on the gateway killed (three gateways;
-//                                  the tabs come back through nginx to the other two)
+//                                  the tabs reach it through an nginx port pinned to it, or
+//                                  straight with BENCH_FIRST=direct, and come back through
+//                                  nginx's round robin to the other two)
 //   bench/run.sh --restart max --restart-from all --restart-watch
 //                                  and then the tabs' keep-alives for two ping periods: a trickle's
 //                                  p50/p99 through a gateway that took tabs in, its busiest CPU
