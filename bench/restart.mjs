@@ -33,6 +33,9 @@ const kHolders = 2;     // the bench's processes holding the tabs (one per core)
 // holds them with bench/hold.mjs, the Node `ws` client, as before: its 9,500 handshakes cost 2.6 s
 // of CPU on the two cores the relay restarts on, more than the relay's own part.
 const nodeHolder = process.env.BENCH_HOLDER === 'node';
+// --restart-from all: BENCH_FIRST=direct connects the tabs first straight to the gateway killed,
+// not through nginx's port pinned to it.
+const firstDirect = process.env.BENCH_FIRST === 'direct';
 // The kernel's TCP counters printed when they moved during the storm: resets sent and why (a
 // close with unread data, with a full buffer, on a timeout), and listen queues that overflowed.
 const kTcpCounters = ['TcpOutRsts', 'TcpEstabResets', 'TcpAttemptFails', 'TcpExtTCPAbortOnData', 'TcpExtTCPAbortOnClose',
@@ -79,7 +82,7 @@ async function restart(n, from, watch) {
     const othersTabs = async () => sumOver(await Promise.all(others.map(gatewayTabs)));
     const othersRss = () => sumOver(others.map((g) => rssKiB(g.child.pid)));
     nginx = await startNginx(stack.dir, stack.gateways.map((g) => g.port), { workers: kWorkers, workerConnections: openFileLimit() - 200, upstreamSources: 8, pinFirst: from === 'all' });
-    const firstUrl = process.env.BENCH_FIRST === 'direct' ? a.url : `http://127.0.0.1:${nginx.pinnedPort}/mcp`;
+    const firstUrl = firstDirect ? a.url : `http://127.0.0.1:${nginx.pinnedPort}/mcp`;
     stack.procs.push(nginx);
     const router = stack.routers[0];
     const accounts = makeAccounts(stack, n, 'g', { tokens: false });
@@ -216,7 +219,7 @@ async function watchKeepAlives(trickle, gateways, holders) {
 export async function restarts(levels, from = 'half', watch = false) {
   const most = mostTabs();
   const layout = from === 'all'
-    ? (process.env.BENCH_FIRST === 'direct'
+    ? (firstDirect
       ? 'every tab first straight on the first of three gateways, nginx (round robin) in front of all three'
       : 'every tab first through nginx on a port of its own pinned to the first of three gateways, then on its round robin over all three')
     : 'through nginx (round robin) to two gateways';

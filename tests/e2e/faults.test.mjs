@@ -34,16 +34,22 @@ async function connectAgent(url, token) {
 
 const textOf = (result) => result.content.map((c) => c.text).join(' ');
 
-// Resolves once the SSE stream has ended; fails if it is still open after ms.
-async function streamEnds(stream, what, ms = 15000) {
+// promise's value, or a failure saying what did not happen within ms. The timer is cleared
+// either way: a pending one would hold the test file's process open until it fired.
+async function within(promise, what, ms) {
   let timer;
-  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms); });
-  const ended = (async () => { while ((await stream.next()) !== null) { /* events before the end */ } })();
+  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms); });
   try {
-    await Promise.race([ended, timeout]);
+    return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+// Resolves once the SSE stream has ended; fails if it is still open after ms.
+async function streamEnds(stream, what, ms = 15000) {
+  const ended = (async () => { while ((await stream.next()) !== null) { /* events before the end */ } })();
+  await within(ended, `${what} did not end`, ms);
 }
 const ready = async (gateway) => (await fetch(`http://127.0.0.1:${gateway.port}/readyz`)).status === 200;
 
@@ -168,7 +174,7 @@ test('a revoked token\'s open stream ends at once, and a password change closes 
   });
   // The page is told to sign in again (not just to reconnect with a new ticket), after the tab
   // was told to stop the call it had.
-  const { code } = await Promise.race([tab.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the tab was not closed within 15 s')), 15000))]);
+  const { code } = await within(tab.closed, 'the tab was not closed', 15000);
   assert.equal(code, 4403);
   assert.ok(tab.received.some((m) => m.method === 'notifications/cancelled' && m.params.requestId === delivered.id));
   // Nor does its resume credential bring it back, on the other gateway either.
@@ -241,7 +247,7 @@ test('a stream or a tab whose verdict was on its way while the sign-in ended doe
   execFileSync(join(repoRoot, 'hostapi', 'bin', 'hostapi'), ['user:passwd', 'alice', 'a-new-password'], {
     env: { ...process.env, ...stack.hostapiEnv }, stdio: ['ignore', 'ignore', 'pipe'],
   });
-  const { code } = await Promise.race([witness.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the open tab was not closed within 8 s')), 8000))]);
+  const { code } = await within(witness.closed, 'the open tab was not closed', 8000);
   assert.equal(code, 4403);
   const metrics = await (await fetch(`http://127.0.0.1:${gw.port}/metrics`)).text();
   assert.match(metrics, /^relay_gateway_revocations_total 1$/m);
