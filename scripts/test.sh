@@ -24,7 +24,7 @@ echo "test: building the services with ASan and UBSan into build-asan/"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON >/dev/null
 # Unit tests whose failure is memory misuse that only the sanitizers see run here too.
 if ! cmake --build build-asan -j2 --target relay-gateway relay-router relay-authsvc relayctl \
-    gateway_tab_writer_test gateway_tab_reader_test gateway_close_lingering_test common_link_endpoint_test common_link_socket_test relay_in_process_test \
+    gateway_tab_writer_test gateway_tab_reader_test gateway_close_lingering_test gateway_request_reader_test gateway_lasting_calls_test common_link_endpoint_test common_link_socket_test relay_in_process_test \
     common_slab_pool_test \
     >build-asan/build.log 2>&1; then
   tail -n 60 build-asan/build.log
@@ -37,4 +37,4 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:quarantine_size_mb=16
 export UBSAN_OPTIONS=print_stacktrace=1
 ctest --test-dir build-asan --output-on-failure --timeout 900 \
-  -R '^(e2e_|conformance$|gateway_tab_writer_test$|gateway_tab_reader_test$|gateway_close_lingering_test$|common_link_endpoint_test$|common_link_socket_test$|relay_in_process_test$|common_slab_pool_test$)'
+  -R '^(e2e_|conformance$|gateway_tab_writer_test$|gateway_tab_reader_test$|gateway_close_lingering_test$|gateway_request_reader_test$|gateway_lasting_calls_test$|common_link_endpoint_test$|common_link_socket_test$|relay_in_process_test$|common_slab_pool_test$)'

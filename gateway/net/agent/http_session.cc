@@ -44,7 +44,8 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
            absl::ToChronoMilliseconds(state.options.idle_timeout)}),
       out_(stream_.socket(), *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
            MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)),
-      timer_(stream_.get_executor()), round_timer_(stream_.get_executor()) {}
+      lasting_(&LastingCalls::Of(stream_.get_executor())), timer_(stream_.get_executor()),
+      round_timer_(stream_.get_executor()) {}
 
 void HttpSession::Run() {
   // Start on its I/O thread: the socket was accepted on the first one.

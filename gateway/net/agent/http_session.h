@@ -14,6 +14,7 @@
 #include "gateway/core/mcp_dispatcher.h"
 #include "gateway/core/request_gate.h"
 #include "gateway/net/agent/agent_admission.h"
+#include "gateway/net/agent/lasting_calls.h"
 #include "gateway/net/gateway_state.h"
 #include "gateway/net/agent/request_reader.h"
 #include "gateway/net/agent/response_writer.h"
@@ -34,6 +35,7 @@ namespace relay::gateway {
 // callbacks (CallWaiter) post to it. Lives as long as its pending operations.
 class HttpSession : public std::enable_shared_from_this<HttpSession>,
                     public CallWaiter,
+                    public LastingCallOwner,
                     public AgentAdmission::Owner,
                     public ReaderOwner,
                     public WriterOwner {
@@ -57,6 +59,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void OnPeerGone() override;
   void OnResponseWritten(AfterResponse next) override;
   void OnWriteFailed() override;
+  // LastingCallOwner: the call has lasted; the agent's socket is watched from now.
+  void OnCallLasting(uint64_t call) override;
 
  private:
   enum class Phase { kReading, kForwarding, kClosed };
@@ -80,7 +84,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
 
   // The forwarded call.
   void StartForward(ForwardPlan plan);
-  void OnCallLasting();
   void OnCallDeadline();
   void OnForwardEvent(std::string message);
   void OnForwarded(ForwardOutcome outcome);
@@ -94,7 +97,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   // Gives up the call in flight, if any (the tab is told).
   void CancelCall(RouterClient::CancelReason reason);
 
-  // The call's timer: the watch for the agent going away, then the deadline.
+  // The call's deadline, once it has lasted (LastingCalls tells it when).
   void StartTimer(std::chrono::steady_clock::time_point at, void (HttpSession::*then)());
   void StopTimer();
 
@@ -121,6 +124,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   ResponseWriter out_;
   Phase phase_ = Phase::kReading;
   bool keep_alive_ = true;
+  LastingCalls* lasting_;  // its I/O thread's
   boost::asio::steady_timer timer_;
   uint64_t timer_seq_ = 0;  // a handler of an earlier arming does nothing
   std::string account_;
@@ -132,6 +136,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   size_t batch_bytes_ = 0;  // of batch_answers_, bounded by what one response may queue
   // The call in flight, for Cancel; 0 when none.
   uint64_t call_ref_ = 0;
+  // Of the forwarded calls this connection started: which one LastingCalls means.
+  uint64_t forwards_ = 0;
   std::chrono::steady_clock::time_point call_deadline_;
   std::chrono::steady_clock::time_point call_started_;
   std::string trace_id_;  // of the call in flight or last answered

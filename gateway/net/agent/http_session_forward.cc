@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "gateway/net/agent/http_session.h"
+#include "gateway/net/agent/lasting_calls.h"
 #include "gateway/net/gathered_posts.h"
 
 namespace relay::gateway {
@@ -50,12 +51,12 @@ void HttpSession::StartForward(ForwardPlan plan) {
   auto now = std::chrono::steady_clock::now();
   call_started_ = now;
   call_deadline_ = now + absl::ToChronoMilliseconds(state_.dispatcher->options().call_timeout);
-  StartTimer(std::min(call_deadline_, now + kWatchAfter), &HttpSession::OnCallLasting);
+  lasting_->Add(std::min(call_deadline_, now + kWatchAfter), weak_from_this(), ++forwards_);
 }
 
-void HttpSession::OnCallLasting() {
-  if (phase_ != Phase::kForwarding) {
-    return;
+void HttpSession::OnCallLasting(uint64_t call) {
+  if (phase_ != Phase::kForwarding || call != forwards_ || call_ref_ == 0) {
+    return;  // answered or given up meanwhile: this connection may be on another call by now
   }
   in_.Watch();
   StartTimer(call_deadline_, &HttpSession::OnCallDeadline);

@@ -36,7 +36,9 @@ void RequestReader::ReadNext() {
   parser_->body_limit(boost::none);
   body_read_ = false;
   if (buffer_.size() > 0) {
-    return ReadHeaderBytes();  // pipelined: the next request is already here
+    // Pipelined: the next request is already here. Beast's read posts its completion, so that a
+    // client's many small requests sent ahead are not answered in one deepening recursion.
+    return ReadHeaderBytes(/*parse_first=*/false);
   }
   // Nothing yet: wait for the first bytes, a keep-alive connection for
   // --idle_timeout, a new one only for --header_timeout.
@@ -70,21 +72,43 @@ void RequestReader::AwaitFirstBytes() {
                               });
 }
 
-void RequestReader::ReadHeaderBytes() {
+bool RequestReader::ParseBuffered(beast::error_code& ec) {
+  if (buffer_.size() == 0) {
+    return false;
+  }
+  buffer_.consume(parser_->put(buffer_.data(), ec));
+  if (ec == http::error::need_more) {
+    ec = {};
+    return false;
+  }
+  return true;
+}
+
+void RequestReader::ReadHeaderBytes(bool parse_first) {
+  // A request's bytes mostly come in one read: parsed here, its header goes on at once. Beast's
+  // read would find the same bytes and post its completion, a turn of the loop (and an empty poll
+  // of the reactor) for nothing; two of them with the body (docs/performance.md, "-c1").
+  beast::error_code parsed;
+  if (parse_first && ParseBuffered(parsed)) {
+    return OnHeaderRead(parsed);
+  }
   // However slowly the rest comes, the whole header has --header_timeout.
   stream_.expires_after(timeouts_.header);
   http::async_read_header(stream_, buffer_, *parser_,
                           [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
-                            if (ec == http::error::header_limit ||
-                                ec == http::error::buffer_overflow) {
-                              return owner_.OnHeaderTooLarge();
-                            }
-                            if (ec) {
-                              timed_out_ = ec == beast::error::timeout;
-                              return owner_.OnPeerGone();  // closed, reset, timeout or garbage
-                            }
-                            owner_.OnHeader();
+                            OnHeaderRead(ec);
                           });
+}
+
+void RequestReader::OnHeaderRead(beast::error_code ec) {
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+    return owner_.OnHeaderTooLarge();
+  }
+  if (ec) {
+    timed_out_ = ec == beast::error::timeout;
+    return owner_.OnPeerGone();  // closed, reset, timeout or garbage
+  }
+  owner_.OnHeader();
 }
 
 void RequestReader::StartBody(uint64_t bytes) {
@@ -110,6 +134,11 @@ void RequestReader::ReadBody(uint64_t limit, std::optional<uint64_t> length) {
   }
   parser_->body_limit(limit);
   StartBody(length.value_or(limit));
+  // Mostly the body came with its header: on at once, as ReadHeaderBytes.
+  beast::error_code parsed;
+  if (ParseBuffered(parsed) && (parsed || parser_->is_done())) {
+    return OnBodyRead(parsed);
+  }
   ReadBodySome();
 }
 
@@ -117,22 +146,24 @@ void RequestReader::ReadBodySome() {
   ExpireForBody();
   http::async_read_some(stream_, buffer_, *parser_,
                         [this, owner = owner_.KeepAlive()](beast::error_code ec, size_t) {
-                          // A chunked body over the limit, or a chunk's header
-                          // or trailer that does not end.
-                          if (ec == http::error::body_limit ||
-                              ec == http::error::buffer_overflow) {
-                            return owner_.OnBodyTooLarge();
-                          }
-                          if (ec) {
-                            timed_out_ = ec == beast::error::timeout;
-                            return owner_.OnPeerGone();
-                          }
-                          if (!parser_->is_done()) {
-                            return ReadBodySome();
-                          }
-                          body_read_ = true;
-                          owner_.OnBody();
+                          OnBodyRead(ec);
                         });
+}
+
+void RequestReader::OnBodyRead(beast::error_code ec) {
+  // A chunked body over the limit, or a chunk's header or trailer that does not end.
+  if (ec == http::error::body_limit || ec == http::error::buffer_overflow) {
+    return owner_.OnBodyTooLarge();
+  }
+  if (ec) {
+    timed_out_ = ec == beast::error::timeout;
+    return owner_.OnPeerGone();
+  }
+  if (!parser_->is_done()) {
+    return ReadBodySome();
+  }
+  body_read_ = true;
+  owner_.OnBody();
 }
 
 void RequestReader::DiscardBody(uint64_t length) {
@@ -208,7 +239,7 @@ void RequestReader::OnBytes(beast::error_code ec, size_t bytes) {
       }
       // The bytes came: a timer that fired in the same turn, before this ran, was too late.
       timed_out_ = false;
-      return ReadHeaderBytes();
+      return ReadHeaderBytes(/*parse_first=*/true);
     case Wait::kWatch:
       if (ec) {
         return owner_.OnPeerGone();

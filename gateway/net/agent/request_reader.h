@@ -91,7 +91,14 @@ class RequestReader {
  private:
   enum class Wait { kNone, kFirstBytes, kWatch, kClosing };
 
-  void ReadHeaderBytes();
+  // parse_first: the bytes were just read, in a handler of their own; what they hold goes on
+  // from here, without a turn of the loop.
+  void ReadHeaderBytes(bool parse_first);
+  void OnHeaderRead(boost::beast::error_code ec);
+  void OnBodyRead(boost::beast::error_code ec);
+  // Gives the parser what the buffer holds. True when it moved on (a header or body bytes taken,
+  // or ec a failure), false when it needs more from the socket.
+  bool ParseBuffered(boost::beast::error_code& ec);
   void ReadSome();
   // The first request's wait: readability, no read prepared.
   void AwaitFirstBytes();

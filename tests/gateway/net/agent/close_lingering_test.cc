@@ -9,6 +9,7 @@
 
 #include "gateway/net/agent/response_writer.h"
 #include "gtest/gtest.h"
+#include "testing/run_until.h"
 
 namespace relay::gateway {
 namespace {
@@ -16,16 +17,7 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-// Runs io until done() or a deadline far beyond what the work needs (a failure, not a timing).
-template <typename Done>
-bool RunUntil(asio::io_context& io, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_one_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
+using relay::testing::RunUntil;
 
 // The gateway's side of a connection, held the way a session holds it: by its owner.
 struct Connection {

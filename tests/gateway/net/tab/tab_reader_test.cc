@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include "gtest/gtest.h"
+#include "testing/run_until.h"
 
 namespace relay::gateway {
 namespace {
@@ -64,16 +65,7 @@ class RecordingOwner : public TabReader::Owner {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-// Runs io until done() or a deadline far beyond what the work needs (a failure, not a timing).
-template <typename Done>
-bool RunUntil(asio::io_context& io, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    io.restart();  // a run that ran out of work left it stopped
-    io.run_one_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
+using relay::testing::RunUntil;
 
 struct Pair {
   Pair() : acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), server(io), client(io) {
