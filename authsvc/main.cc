@@ -20,6 +20,7 @@
 #include "common/metrics.h"
 #include "common/signals.h"
 #include "common/secret_file.h"
+#include "common/scheduling.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7002", "address:port to serve gRPC on");
 ABSL_FLAG(std::string, metrics_listen, "", "address:port for /metrics and /healthz (off when empty)");
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   common::SetLogService("authsvc");
   common::ParseFlagsWithEnv(argc, argv);
+  // Before any thread starts, so that every one of them runs under the policy asked for.
+  common::ApplySchedulingFlagAndLog();
 
   auto key = common::ReadSecretFile(absl::GetFlag(FLAGS_relay_key_file));
   if (!key.ok()) {

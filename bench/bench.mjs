@@ -11,7 +11,11 @@
 //                                  1 is an agent that calls one tool at a time
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
 //   bench/run.sh --syscalls        also count each process's system calls per call (perf stat,
-//                                  first round): all, epoll_wait and epoll_ctl
+//                                  first round): all, epoll_wait and epoll_ctl; and its context
+//                                  switches (slept, put off its core)
+//   bench/run.sh --sched default   the relay and the Node relay under the default scheduling
+//                                  policy (the default: both under SCHED_BATCH, the relay with
+//                                  --sched_batch as compose.yml runs it on one host)
 //   bench/run.sh --only relay,node --no-sweep
 //                                  a quick look while working: some systems, no load sweep
 //   bench/run.sh --connections 2000,5000,max
@@ -47,7 +51,7 @@ import { parseArgs } from 'node:util';
 import os from 'node:os';
 import { binDir, repoRoot, startStack } from '../tests/e2e/lib/stack.mjs';
 import { startFixedAnswer } from '../tests/e2e/lib/nginx.mjs';
-import { callBody, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText, startEchoTab, startPeer, wrkScript } from './lib.mjs';
+import { callBody, contextSwitches, cpuSeconds, initialize, ms, nodeEnv, openLoop, run, stallText, startEchoTab, startPeer, wrkScript } from './lib.mjs';
 import { accounts } from './accounts.mjs';
 import { connections } from './connections.mjs';
 import { rebuilds } from './rebuild.mjs';
@@ -85,6 +89,7 @@ function optionSpec() {
     'restart-watch': { type: 'boolean', default: false },
     'load-seconds': { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
+    sched: { type: 'string', default: 'batch' },
     perf: { type: 'boolean', default: false },
     syscalls: { type: 'boolean', default: false },
     only: { type: 'string', default: 'relay,modern,node,ts' },
@@ -97,6 +102,7 @@ const seconds = Number(opts.seconds);
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
 async function saturate(system, concurrency, countSyscalls = false) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
+  const switchesBefore = system.procs.map(([, pid]) => contextSwitches(pid));
   // perf stat over all but the run's last second (the counts are divided by the calls of that
   // window, at the run's rate), one per server process (not the tab).
   const window = seconds - 1;
@@ -109,6 +115,11 @@ async function saturate(system, concurrency, countSyscalls = false) {
   const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? 'none';
   const calls = rps * seconds;
   const cpu = system.procs.map(([name, pid], i) => [name, ((cpuSeconds(pid) - before[i]) * 1e6) / calls]);
+  const switches = system.procs.filter(([name]) => name !== 'authsvc').map(([name, pid], i) => {
+    const [voluntary, involuntary] = contextSwitches(pid);
+    const k = system.procs.findIndex(([, p]) => p === pid);
+    return [name, (voluntary - switchesBefore[k][0]) / calls, (involuntary - switchesBefore[k][1]) / calls];
+  });
   const syscalls = [];
   for (const { name, perf } of counters) {
     // perf stat -x, writes "count,unit,event,..." lines to stderr.
@@ -117,7 +128,7 @@ async function saturate(system, concurrency, countSyscalls = false) {
     const [all, wait, pwait, ctl] = syscallEvents.map(count);
     syscalls.push([name, [all, wait + pwait, ctl]]);
   }
-  return { name: system.name, rps, p50, p99, non2xx, errors, cpu, syscalls };
+  return { name: system.name, rps, p50, p99, non2xx, errors, cpu, syscalls, switches };
 }
 // Asio waits with epoll_wait, libuv (Node) with epoll_pwait: the two are one column.
 const syscallEvents = ['raw_syscalls:sys_enter', 'syscalls:sys_enter_epoll_wait', 'syscalls:sys_enter_epoll_pwait', 'syscalls:sys_enter_epoll_ctl'];
@@ -174,13 +185,20 @@ function chart(series, file) {
 }
 
 async function compare() {
-  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean), authsvcArgs: (process.env.BENCH_AUTHSVC_ARGS ?? '').split(' ').filter(Boolean) });
+  // The relay's services run as compose.yml runs them on one host: --sched_batch, so that they
+  // do not preempt one another at every wake-up (docs/performance.md); the Node relay then runs
+  // under the same policy. --sched default runs both under the default policy.
+  if (!['batch', 'default'].includes(opts.sched)) throw new Error(`--sched ${opts.sched}: give batch or default`);
+  const batch = opts.sched === 'batch';
+  const schedArgs = [`--sched_batch=${batch}`];
+  console.log(`scheduling: the relay's services and the Node relay ${batch ? 'under SCHED_BATCH (--sched_batch, as compose.yml runs them)' : 'under the default policy (--sched default)'}; wrk and the tabs under the default\n`);
+  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], routerArgs: schedArgs, gatewayArgs: [...schedArgs, ...(process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean)], authsvcArgs: [...schedArgs, ...(process.env.BENCH_AUTHSVC_ARGS ?? '').split(' ').filter(Boolean)] });
   const extra = [];
   try {
     const token = await stack.mintToken('bench');
     const relayTab = await startEchoTab('relay echo tab', stack.gateways[0].wsUrl, await stack.ticket('bench'));
     extra.push(relayTab);
-    const nodeRelay = await startPeer('node relay', 'node-relay.mjs', ['0', stack.hostapi.base, stack.relayKeyFile, '5000']);
+    const nodeRelay = await startPeer('node relay', 'node-relay.mjs', ['0', stack.hostapi.base, stack.relayKeyFile, '5000'], { batch });
     extra.push(nodeRelay);
     const nodeTab = await startEchoTab('node relay echo tab', `ws://127.0.0.1:${nodeRelay.port}/`, await stack.ticket('bench'));
     extra.push(nodeTab);
@@ -213,6 +231,7 @@ async function compare() {
       const results = systems.map(() => null);
       const rounds = Array.from({ length: Number(opts.rounds) }, () => ({}));
       const syscallsOf = {};
+      const switchesOf = {};
       for (let round = 0; round < Number(opts.rounds); round++) {
         for (const [i, s] of systems.entries()) {
           let perf = null;
@@ -224,6 +243,7 @@ async function compare() {
           if (perf) await new Promise((done) => perf.on('exit', done));
           rounds[round][s.key] = r;
           if (r.syscalls.length) syscallsOf[s.key] = r.syscalls;
+          if (round === 0) switchesOf[s.key] = r.switches;
           if (results[i] === null || r.rps > results[i].rps) results[i] = r;
         }
       }
@@ -244,6 +264,11 @@ async function compare() {
         const line = counted.map(([name, [all, waits, ctls]]) => `${name} ${all.toFixed(1)} (epoll_wait ${waits.toFixed(1)}, epoll_ctl ${ctls.toFixed(1)})`).join(', ');
         const total = counted.reduce((a, [, [all]]) => a + all, 0);
         console.log(`system calls per call, ${key} (first round): ${line}; all ${total.toFixed(1)}`);
+      }
+      for (const [key, counted] of Object.entries(switchesOf)) {
+        const line = counted.map(([name, voluntary, involuntary]) => `${name} ${voluntary.toFixed(2)} + ${involuntary.toFixed(2)}`).join(', ');
+        const total = counted.reduce((a, [, v, i]) => a + v + i, 0);
+        console.log(`context switches per call, ${key} (first round; slept + put off its core): ${line}; all ${total.toFixed(2)}`);
       }
       console.log(`\nlinks into the router: ${(events / batches).toFixed(1)} events per batch on average (whole run so far)`);
       console.log(`\nratio relay / Node relay: ${(relay?.rps / nodeR?.rps).toFixed(2)}x   relay / TS SDK server: ${(relay?.rps / ts?.rps).toFixed(1)}x${byKey.modern ? `   relay 2026-07-28 / Node relay: ${(byKey.modern.rps / nodeR?.rps).toFixed(2)}x` : ''}`);

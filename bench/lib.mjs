@@ -26,6 +26,22 @@ export function cpuSeconds(pid) {
   const fields = statFields(pid);
   return fields ? (Number(fields[11]) + Number(fields[12])) / 100 : 0;
 }
+// Context switches a process's threads have made so far, from /proc: [voluntary (it slept),
+// involuntary (it was put off its core while it could still run)]. Each is a wake-up paid for;
+// on this paravirtualised machine one costs more than the work of a call (docs/performance.md).
+export function contextSwitches(pid) {
+  const counts = [0, 0];
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+      counts[0] += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      counts[1] += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    }
+  } catch {
+    // gone, or a thread ended between the listing and the read: what was counted stands
+  }
+  return counts;
+}
 // The same for a process and its children (nginx's workers, the PHP server's), which /proc
 // counts apart from their parent until it has waited for them.
 export function treeCpuSeconds(pid) {
@@ -70,8 +86,11 @@ export function ms(text) {
 }
 
 // Starts a Node peer and waits for its "listening on" line.
-export async function startPeer(name, script, args) {
-  const proc = startProcess(name, node, [join(shared, script), ...args], { env: nodeEnv });
+// batch: under SCHED_BATCH, as the relay's services run with --sched_batch (chrt needs no
+// privilege for it), so that the two relays are compared under the same policy.
+export async function startPeer(name, script, args, { batch = false } = {}) {
+  const command = [node, join(shared, script), ...args];
+  const proc = batch ? startProcess(name, 'chrt', ['-b', '0', ...command], { env: nodeEnv }) : startProcess(name, command[0], command.slice(1), { env: nodeEnv });
   const match = await proc.waitForLine((l) => /listening on 127\.0\.0\.1:(\d+)/.exec(l), `${name} listening`);
   proc.port = Number(match[1]);
   return proc;

@@ -9,6 +9,7 @@
 #include "common/heap_trimmer.h"
 #include "common/log.h"
 #include "common/process_limits.h"
+#include "common/scheduling.h"
 #include "common/secret_file.h"
 #include "common/signals.h"
 #include "gateway/gateway.h"
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   common::SetLogService("gateway");
   common::ParseFlagsWithEnv(argc, argv);
+  // Before any thread starts, so that every one of them runs under the policy asked for.
+  common::ApplySchedulingFlagAndLog();
   // Every connection is a descriptor: run with the most the system allows this process.
   const uint64_t descriptor_limit = common::RaiseOpenFileLimitAndLog();
   // What a burst of connections freed goes back to the system (common/heap_trimmer.h).

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/process_limits.h"
+#include "common/scheduling.h"
 #include "common/signals.h"
 #include "router/net/gateway_links.h"
 #include "router/rpc/admin_service.h"
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   common::SetLogService("router");
   common::ParseFlagsWithEnv(argc, argv);
+  // Before any thread starts, so that every one of them runs under the policy asked for.
+  common::ApplySchedulingFlagAndLog();
   // Every connection is a descriptor: run with the most the system allows this process.
   common::RaiseOpenFileLimitAndLog();
   // What a burst of connections freed goes back to the system (common/heap_trimmer.h).

@@ -58,14 +58,15 @@ HOSTAPI_RELAY_FORGET_URLS="http://127.0.0.1:$auth_ops_port/forget" \
 wait_listening "$state/hostapi.log"
 start relay-authsvc build/bin/relay-authsvc --listen="127.0.0.1:$auth_port" \
   --api_base="http://127.0.0.1:$api_port/api/index.php" --relay_key_file="$state/relay.key" "${tls_authsvc[@]}" \
-  --metrics_listen="127.0.0.1:$auth_ops_port"
+  --metrics_listen="127.0.0.1:$auth_ops_port" --sched_batch
 start relay-router build/bin/relay-router --listen="127.0.0.1:$router_port" \
-  --link_listen="127.0.0.1:$link_port" "${tls_router[@]}"
+  --link_listen="127.0.0.1:$link_port" "${tls_router[@]}" --sched_batch
 start relay-gateway build/bin/relay-gateway --listen="127.0.0.1:$gw_port" "${tls_gateway[@]}" \
   --router_addrs="127.0.0.1:$router_port" --authsvc_addr="127.0.0.1:$auth_port" \
   --session_secret_file="$state/session.secret" --catalogue=hostapi/public/editor/tools.json \
   --allowed_origins="http://127.0.0.1:$api_port,http://localhost:$api_port" \
-  --public_url="http://127.0.0.1:$gw_port/mcp" --authorization_server="http://127.0.0.1:$api_port"
+  --public_url="http://127.0.0.1:$gw_port/mcp" --authorization_server="http://127.0.0.1:$api_port" \
+  --sched_batch
 for s in relay-authsvc relay-router relay-gateway; do wait_listening "$state/$s.log"; done
 
 token=$(hostapi/bin/hostapi token:mint demo "demo $(date +%F)" 2>/dev/null)
