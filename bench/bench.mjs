@@ -11,11 +11,11 @@
 //                                  1 is an agent that calls one tool at a time
 //   bench/run.sh --perf            also perf-record the relay's processes during its run
 //   bench/run.sh --syscalls        also count each process's system calls per call (perf stat,
-//                                  first round): all, epoll_wait and epoll_ctl; and its context
-//                                  switches (slept, put off its core)
-//   bench/run.sh --sched default   the relay and the Node relay under the default scheduling
-//                                  policy (the default: both under SCHED_BATCH, the relay with
-//                                  --sched_batch as compose.yml runs it on one host)
+//                                  first round): all, epoll_wait and epoll_ctl (each server
+//                                  process's context switches a call are printed in any case)
+//   bench/run.sh --sched default   every mode: the relay's services under the default scheduling
+//                                  policy (by default they run with --sched_batch, as compose.yml
+//                                  runs them on one host; the peers always under the default)
 //   bench/run.sh --only relay,node --no-sweep
 //                                  a quick look while working: some systems, no load sweep
 //   bench/run.sh --connections 2000,5000,max
@@ -75,6 +75,16 @@ if (opts.help) {
   console.log(usage());
   process.exit(0);
 }
+// Every mode runs the relay's services as compose.yml runs them on one host, with --sched_batch
+// (through its environment twin, which every service started here inherits), so that they do not
+// preempt one another at every wake-up (docs/performance.md). The peers (the Node relay, the TS
+// SDK server), wrk and the tabs run under the default policy, as their users run them.
+// --sched default runs the relay under the default policy too.
+if (!['batch', 'default'].includes(opts.sched)) {
+  console.error(`bench: --sched ${opts.sched}: give batch or default\n\n${usage()}`);
+  process.exit(2);
+}
+process.env.RELAY_SCHED_BATCH = String(opts.sched === 'batch');
 function optionSpec() {
   return {
     help: { type: 'boolean', default: false },
@@ -115,11 +125,11 @@ async function saturate(system, concurrency, countSyscalls = false) {
   const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? 'none';
   const calls = rps * seconds;
   const cpu = system.procs.map(([name, pid], i) => [name, ((cpuSeconds(pid) - before[i]) * 1e6) / calls]);
-  const switches = system.procs.filter(([name]) => name !== 'authsvc').map(([name, pid], i) => {
+  // The servers' own (not the tab's, nor authsvc's, idle once verdicts are kept).
+  const switches = system.procs.map(([name, pid], i) => {
     const [voluntary, involuntary] = contextSwitches(pid);
-    const k = system.procs.findIndex(([, p]) => p === pid);
-    return [name, (voluntary - switchesBefore[k][0]) / calls, (involuntary - switchesBefore[k][1]) / calls];
-  });
+    return [name, (voluntary - switchesBefore[i][0]) / calls, (involuntary - switchesBefore[i][1]) / calls];
+  }).filter(([name]) => name !== 'tab' && name !== 'authsvc');
   const syscalls = [];
   for (const { name, perf } of counters) {
     // perf stat -x, writes "count,unit,event,..." lines to stderr.
@@ -185,20 +195,14 @@ function chart(series, file) {
 }
 
 async function compare() {
-  // The relay's services run as compose.yml runs them on one host: --sched_batch, so that they
-  // do not preempt one another at every wake-up (docs/performance.md); the Node relay then runs
-  // under the same policy. --sched default runs both under the default policy.
-  if (!['batch', 'default'].includes(opts.sched)) throw new Error(`--sched ${opts.sched}: give batch or default`);
-  const batch = opts.sched === 'batch';
-  const schedArgs = [`--sched_batch=${batch}`];
-  console.log(`scheduling: the relay's services and the Node relay ${batch ? 'under SCHED_BATCH (--sched_batch, as compose.yml runs them)' : 'under the default policy (--sched default)'}; wrk and the tabs under the default\n`);
-  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], routerArgs: schedArgs, gatewayArgs: [...schedArgs, ...(process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean)], authsvcArgs: [...schedArgs, ...(process.env.BENCH_AUTHSVC_ARGS ?? '').split(' ').filter(Boolean)] });
+  console.log(`scheduling: the relay's services ${opts.sched === 'batch' ? 'under SCHED_BATCH (--sched_batch, as compose.yml runs them)' : 'under the default policy (--sched default)'}; the peers, wrk and the tabs under the default policy\n`);
+  const stack = await startStack({ gateways: 2, secondGatewayThreads: 1, users: ['bench'], gatewayArgs: (process.env.BENCH_GATEWAY_ARGS ?? '').split(' ').filter(Boolean), authsvcArgs: (process.env.BENCH_AUTHSVC_ARGS ?? '').split(' ').filter(Boolean) });
   const extra = [];
   try {
     const token = await stack.mintToken('bench');
     const relayTab = await startEchoTab('relay echo tab', stack.gateways[0].wsUrl, await stack.ticket('bench'));
     extra.push(relayTab);
-    const nodeRelay = await startPeer('node relay', 'node-relay.mjs', ['0', stack.hostapi.base, stack.relayKeyFile, '5000'], { batch });
+    const nodeRelay = await startPeer('node relay', 'node-relay.mjs', ['0', stack.hostapi.base, stack.relayKeyFile, '5000']);
     extra.push(nodeRelay);
     const nodeTab = await startEchoTab('node relay echo tab', `ws://127.0.0.1:${nodeRelay.port}/`, await stack.ticket('bench'));
     extra.push(nodeTab);

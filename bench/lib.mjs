@@ -29,16 +29,23 @@ export function cpuSeconds(pid) {
 // Context switches a process's threads have made so far, from /proc: [voluntary (it slept),
 // involuntary (it was put off its core while it could still run)]. Each is a wake-up paid for;
 // on this paravirtualised machine one costs more than the work of a call (docs/performance.md).
+// (A thread that ended takes its count with it: the services' threads live as long as they do.)
 export function contextSwitches(pid) {
   const counts = [0, 0];
+  let tasks = [];
   try {
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return counts;  // gone
+  }
+  for (const task of tasks) {
+    try {
       const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
       counts[0] += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
       counts[1] += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      // this thread ended between the listing and the read
     }
-  } catch {
-    // gone, or a thread ended between the listing and the read: what was counted stands
   }
   return counts;
 }
@@ -86,11 +93,8 @@ export function ms(text) {
 }
 
 // Starts a Node peer and waits for its "listening on" line.
-// batch: under SCHED_BATCH, as the relay's services run with --sched_batch (chrt needs no
-// privilege for it), so that the two relays are compared under the same policy.
-export async function startPeer(name, script, args, { batch = false } = {}) {
-  const command = [node, join(shared, script), ...args];
-  const proc = batch ? startProcess(name, 'chrt', ['-b', '0', ...command], { env: nodeEnv }) : startProcess(name, command[0], command.slice(1), { env: nodeEnv });
+export async function startPeer(name, script, args) {
+  const proc = startProcess(name, node, [join(shared, script), ...args], { env: nodeEnv });
   const match = await proc.waitForLine((l) => /listening on 127\.0\.0\.1:(\d+)/.exec(l), `${name} listening`);
   proc.port = Number(match[1]);
   return proc;

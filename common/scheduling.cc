@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -13,9 +14,9 @@
 #include "common/log.h"
 
 ABSL_FLAG(bool, sched_batch, false,
-          "run under SCHED_BATCH: a woken service waits for the core's current thread to sleep "
-          "instead of taking its core. For a host where the relay's services share the cores "
-          "among themselves (compose.yml sets it): fewer context switches a call. Leave off "
+          "run every thread under SCHED_BATCH: a woken thread waits for the core's current one "
+          "to sleep instead of taking its core. For a host where the relay's services share the "
+          "cores among themselves (compose.yml sets it): fewer context switches a call. Leave off "
           "where CPU-bound work shares the cores: the relay's wake-ups would wait up to a "
           "scheduler tick behind it (docs/operations.md)");
 
@@ -28,19 +29,29 @@ absl::StatusOr<int> RunAsBatch() {
   }
   const sched_param param{.sched_priority = 0};
   int set = 0;
-  absl::Status status;
-  while (const dirent* entry = readdir(tasks)) {
+  absl::Status status;  // the first failure; the threads before it stay set (see the header)
+  for (;;) {
+    errno = 0;
+    const dirent* entry = readdir(tasks);
+    if (entry == nullptr) {
+      if (errno != 0) {
+        status = absl::InternalError(absl::StrCat("/proc/self/task: ", std::strerror(errno)));
+      }
+      break;
+    }
     char* end = nullptr;
     const long tid = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0') {
       continue;  // "." and ".."
     }
     if (sched_setscheduler(static_cast<pid_t>(tid), SCHED_BATCH, &param) != 0) {
-      if (errno == ESRCH) {
+      const int error = errno;
+      if (error == ESRCH) {
         continue;  // the thread ended after it was listed
       }
-      status = absl::PermissionDeniedError(
-          absl::StrCat("sched_setscheduler(SCHED_BATCH): ", std::strerror(errno)));
+      const std::string why =
+          absl::StrCat("sched_setscheduler(SCHED_BATCH): ", std::strerror(error));
+      status = error == EPERM ? absl::PermissionDeniedError(why) : absl::InternalError(why);
       break;
     }
     ++set;

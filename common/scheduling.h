@@ -10,7 +10,9 @@ namespace relay::common {
 // services wake one another for every call (agent -> gateway -> router -> gateway -> tab and
 // back), and on one host each wake-up otherwise put the writer off its core just before it
 // would have slept anyway: an extra pair of context switches (docs/performance.md, "The
-// services stop preempting one another"). Needs no privilege. Returns how many threads it set.
+// services stop preempting one another"). Needs no privilege. Returns how many threads it set;
+// on an error, the threads walked before it stay set. Meant to be called before other threads
+// start: one started or ended during the walk may be missed (the services call it first thing).
 absl::StatusOr<int> RunAsBatch();
 
 // Calls RunAsBatch when --sched_batch (RELAY_SCHED_BATCH) is set, and logs what it did or why

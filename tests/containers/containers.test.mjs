@@ -212,6 +212,29 @@ test('the Kubernetes manifests run the image as the user, on the ports and with 
   assert.equal(probe(containersOf('authsvc')[0], 'http://127.0.0.1:9102/healthz'), 0);
 });
 
+// compose.yml puts the relay's services on one host and asks for SCHED_BATCH
+// (RELAY_SCHED_BATCH): under the container runtime's default seccomp profile and no added
+// capability, every thread of each runs under it (what `chrt -p` on the host would show).
+test('on one host the services run under SCHED_BATCH, every thread, as compose.yml asks', () => {
+  const SCHED_BATCH = 3;
+  for (const service of ['gateway', 'router0', 'router1', 'authsvc']) {
+    for (const container of containersOf(service)) {
+      assert.match(logsOf(container), /runs under SCHED_BATCH/, `${service} says so in its log`);
+      const pid = Number(podman('inspect', '--format', '{{.State.Pid}}', container).out);
+      const policies = readdirSync(`/proc/${pid}/task`).map((tid) => {
+        try {
+          // The policy is the 41st field of the thread's stat; the name (2nd) may hold spaces.
+          return [tid, Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[38])];
+        } catch {
+          return null;  // a thread that ended meanwhile (gRPC's pool comes and goes)
+        }
+      }).filter(Boolean);
+      assert.ok(policies.length > 1, `${service} has its threads`);
+      for (const [tid, policy] of policies) assert.equal(policy, SCHED_BATCH, `${service}, thread ${tid}`);
+    }
+  }
+});
+
 test('each container holds only its own secrets, private to the service user', () => {
   const [gateway] = containersOf('gateway');
   const [router] = containersOf('router0');
