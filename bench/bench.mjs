@@ -13,6 +13,9 @@
 //   bench/run.sh --syscalls        also count each process's system calls per call (perf stat,
 //                                  first round): all, epoll_wait and epoll_ctl (each server
 //                                  process's context switches a call are printed in any case)
+//   bench/run.sh --allocs          also count each server process's malloc calls per call (a
+//                                  uprobe on libc's malloc, perf stat, first round): a count
+//                                  this machine's wandering speed does not move
 //   bench/run.sh --sched default   every mode: the relay's services under the default scheduling
 //                                  policy (by default they run with --sched_batch, as compose.yml
 //                                  runs them on one host; the peers always under the default)
@@ -102,6 +105,7 @@ function optionSpec() {
     sched: { type: 'string', default: 'batch' },
     perf: { type: 'boolean', default: false },
     syscalls: { type: 'boolean', default: false },
+    allocs: { type: 'boolean', default: false },
     only: { type: 'string', default: 'relay,modern,node,ts' },
     'no-sweep': { type: 'boolean', default: false },
     machine: { type: 'boolean', default: false },
@@ -110,13 +114,14 @@ function optionSpec() {
 }
 const seconds = Number(opts.seconds);
 // One system under test: its URL, session, token, and the processes whose CPU it costs.
-async function saturate(system, concurrency, countSyscalls = false) {
+async function saturate(system, concurrency, countSyscalls = false, countAllocs = false) {
   const before = system.procs.map(([, pid]) => cpuSeconds(pid));
   const switchesBefore = system.procs.map(([, pid]) => contextSwitches(pid));
   // perf stat over all but the run's last second (the counts are divided by the calls of that
   // window, at the run's rate), one per server process (not the tab).
   const window = seconds - 1;
-  const counters = countSyscalls ? system.procs.filter(([name]) => name !== 'tab' && name !== 'authsvc').map(([name, pid]) => ({ name, perf: run('perf', ['stat', '-x', ',', '-e', syscallEvents.join(','), '-p', String(pid), '--', 'sleep', String(window)]) })) : [];
+  const events = [...(countSyscalls ? syscallEvents : []), ...(countAllocs ? [mallocEvent] : [])];
+  const counters = events.length ? system.procs.filter(([name]) => name !== 'tab' && name !== 'authsvc').map(([name, pid]) => ({ name, perf: run('perf', ['stat', '-x', ',', '-e', events.join(','), '-p', String(pid), '--', 'sleep', String(window)]) })) : [];
   const { out } = await run('wrk', ['-t1', `-c${concurrency}`, `-d${seconds}s`, '--latency', '-s', system.script ?? wrkScript, system.url], { SID: system.sid, ...(system.token ? { TOKEN: system.token } : {}) });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]);
   const p50 = ms(/\n\s+50%\s+(\S+)/.exec(out)[1]);
@@ -131,17 +136,31 @@ async function saturate(system, concurrency, countSyscalls = false) {
     return [name, (voluntary - switchesBefore[i][0]) / calls, (involuntary - switchesBefore[i][1]) / calls];
   }).filter(([name]) => name !== 'tab' && name !== 'authsvc');
   const syscalls = [];
+  const allocs = [];
   for (const { name, perf } of counters) {
     // perf stat -x, writes "count,unit,event,..." lines to stderr.
     const { out: said } = await perf;
     const count = (event) => Number(said.split('\n').find((l) => l.split(',')[2] === event)?.split(',')[0] ?? NaN) / (rps * window);
-    const [all, wait, pwait, ctl] = syscallEvents.map(count);
-    syscalls.push([name, [all, wait + pwait, ctl]]);
+    if (countSyscalls) {
+      const [all, wait, pwait, ctl] = syscallEvents.map(count);
+      syscalls.push([name, [all, wait + pwait, ctl]]);
+    }
+    if (countAllocs) allocs.push([name, count(mallocEvent)]);
   }
-  return { name: system.name, rps, p50, p99, non2xx, errors, cpu, syscalls, switches };
+  return { name: system.name, rps, p50, p99, non2xx, errors, cpu, syscalls, allocs, switches };
 }
 // Asio waits with epoll_wait, libuv (Node) with epoll_pwait: the two are one column.
 const syscallEvents = ['raw_syscalls:sys_enter', 'syscalls:sys_enter_epoll_wait', 'syscalls:sys_enter_epoll_pwait', 'syscalls:sys_enter_epoll_ctl'];
+// A uprobe on the libc every process here links (made once by mallocProbe(), kept by the kernel).
+const mallocEvent = 'probe_libc:malloc';
+async function mallocProbe() {
+  const { out: listed } = await run('perf', ['probe', '-l']);
+  if (listed.includes(mallocEvent)) return;
+  const { out: ldd } = await run('ldd', [join(binDir, 'relay-gateway')]);
+  const libc = /libc\.so\.6 => (\S+)/.exec(ldd)?.[1];
+  if (!libc) throw new Error('--allocs: libc.so.6 not found in ldd relay-gateway');
+  await run('perf', ['probe', '-x', libc, 'malloc']);
+}
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -235,7 +254,9 @@ async function compare() {
       const results = systems.map(() => null);
       const rounds = Array.from({ length: Number(opts.rounds) }, () => ({}));
       const syscallsOf = {};
+      const allocsOf = {};
       const switchesOf = {};
+      if (opts.allocs) await mallocProbe();
       for (let round = 0; round < Number(opts.rounds); round++) {
         for (const [i, s] of systems.entries()) {
           let perf = null;
@@ -243,10 +264,11 @@ async function compare() {
             mkdirSync(opts.out, { recursive: true });
             perf = spawn('perf', ['record', '-F', '999', '-g', '-o', join(opts.out, 'relay.perf.data'), '-p', s.procs.slice(0, 3).map(([, pid]) => pid).join(','), '--', 'sleep', String(seconds - 1)], { stdio: 'ignore' });
           }
-          const r = await saturate(s, concurrency, opts.syscalls && round === 0);
+          const r = await saturate(s, concurrency, opts.syscalls && round === 0, opts.allocs && round === 0);
           if (perf) await new Promise((done) => perf.on('exit', done));
           rounds[round][s.key] = r;
           if (r.syscalls.length) syscallsOf[s.key] = r.syscalls;
+          if (r.allocs.length) allocsOf[s.key] = r.allocs;
           if (round === 0) switchesOf[s.key] = r.switches;
           if (results[i] === null || r.rps > results[i].rps) results[i] = r;
         }
@@ -268,6 +290,10 @@ async function compare() {
         const line = counted.map(([name, [all, waits, ctls]]) => `${name} ${all.toFixed(1)} (epoll_wait ${waits.toFixed(1)}, epoll_ctl ${ctls.toFixed(1)})`).join(', ');
         const total = counted.reduce((a, [, [all]]) => a + all, 0);
         console.log(`system calls per call, ${key} (first round): ${line}; all ${total.toFixed(1)}`);
+      }
+      for (const [key, counted] of Object.entries(allocsOf)) {
+        const line = counted.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ');
+        console.log(`malloc calls per call, ${key} (first round): ${line}; all ${counted.reduce((a, [, n]) => a + n, 0).toFixed(1)}`);
       }
       for (const [key, counted] of Object.entries(switchesOf)) {
         const line = counted.map(([name, voluntary, involuntary]) => `${name} ${voluntary.toFixed(2)} + ${involuntary.toFixed(2)}`).join(', ');

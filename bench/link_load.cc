@@ -37,8 +37,7 @@ namespace {
 using relay::v1::GatewayBatch;
 using relay::v1::GatewayEvent;
 using relay::v1::RouterBatch;
-using Endpoint = relay::common::LinkEndpoint<RouterBatch, GatewayBatch, GatewayEvent,
-                                             &GatewayBatch::add_events>;
+using Endpoint = relay::common::LinkEndpoint<RouterBatch, GatewayEvent>;
 
 // One link's life: the hello and every tab queued before it connects (as a gateway's shard
 // queues its hello), the router's acceptances counted.
@@ -52,7 +51,7 @@ class LoadLink final : public Endpoint {
   void Announce(const std::string& gateway_id, const std::string& prefix) {
     GatewayEvent hello;
     hello.mutable_hello()->set_gateway_id(gateway_id);
-    Enqueue(std::move(hello), Admit::kAlways);
+    Enqueue(hello, Admit::kAlways);
     for (int64_t i = 0; i < tabs_; ++i) {
       GatewayEvent event;
       auto* up = event.mutable_tab_up();
@@ -61,7 +60,7 @@ class LoadLink final : public Endpoint {
       up->set_role("editor");
       up->set_client_name("relay-linkload");
       up->set_client_version("1");
-      Enqueue(std::move(event), Admit::kAlways);
+      Enqueue(event, Admit::kAlways);
     }
   }
   absl::Notification& ended() { return ended_; }

@@ -30,17 +30,19 @@ inline constexpr size_t kLinkHighWatermark = 64 << 20;
 inline constexpr size_t kLinkLowWatermark = 16 << 20;
 
 // One end of a link as both services use it (docs/protocols.md): the
-// gateway's side of a router shard's link (InBatch = RouterBatch) and the
-// router's side of a gateway's (InBatch = GatewayBatch). It checks the peer's
-// role, admits the link (the server writes an empty first frame; the client
-// waits for it), parses each frame as one InBatch, and batches what any
-// thread queues into the channel's write rounds.
+// gateway's side of a router shard's link (InBatch = RouterBatch, OutItem =
+// GatewayEvent) and the router's side of a gateway's (InBatch = GatewayBatch,
+// OutItem = RouterCommand). It checks the peer's role, admits the link (the
+// server writes an empty first frame; the client waits for it), parses each
+// frame as one InBatch, and batches what any thread queues into the channel's
+// write rounds. Each frame it writes is a batch whose field 1 repeats OutItem
+// (GatewayBatch.events, RouterBatch.commands).
 //
-// Any thread enqueues; the items wait under a lock held only to push or to
-// take a batch (no system call under it), and the channel's next write round
-// takes what is there: a lone item waits for nothing but that turn, and a
-// loaded link writes many at once.
-template <typename InBatch, typename OutBatch, typename OutItem, OutItem* (OutBatch::*Add)()>
+// Any thread enqueues; an item is serialised into its batch's bytes under a
+// lock held only for that or to take a batch (no system call under it), and
+// the channel's next write round takes what is there: a lone item waits for
+// nothing but that turn, and a loaded link writes many at once.
+template <typename InBatch, typename OutItem>
 class LinkEndpoint : public LinkChannel {
  public:
   struct Options {
@@ -56,12 +58,14 @@ class LinkEndpoint : public LinkChannel {
     kUnlessBehind,  // it starts new work: refused past the high watermark
   };
 
-  // Any thread. False, with the item dropped, once the link has closed, or
+  // Any thread. False, with the item not sent, once the link has closed, or
   // when it would start new work past the high watermark. It goes out in the
   // write round after the next Wake() (the router wakes a link once per
-  // batch of commands, the gateway once per event).
-  bool Enqueue(OutItem&& item, Admit admit) ABSL_LOCKS_EXCLUDED(mu_) {
-    const size_t bytes = item.ByteSizeLong();
+  // batch of commands, the gateway once per event). The item is serialised
+  // here: the caller keeps it, and may build it on an arena of its own.
+  bool Enqueue(const OutItem& item, Admit admit) ABSL_LOCKS_EXCLUDED(mu_) {
+    const size_t size = item.ByteSizeLong();
+    const size_t bytes = BatchQueue::EntryBytes(size);
     absl::MutexLock lock(&mu_);
     if (closed_) {
       return false;
@@ -75,7 +79,14 @@ class LinkEndpoint : public LinkChannel {
       }
       return false;
     }
-    queue_.Push(std::move(item), bytes);
+    // Under the lock, straight into the batch: for the small messages of the
+    // hot path that costs less than a copy would, and a large one (a 16 MiB
+    // tab message) is one memcpy whichever way.
+    char* at = queue_.Append(size);
+    if (at == nullptr) {
+      return false;  // (the queue's own bound is SIZE_MAX: the watermarks bound it)
+    }
+    item.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(at));
     if (!behind_ && queue_.queued_bytes() > kLinkHighWatermark) {
       behind_ = true;
       OnBehind(true);
@@ -159,11 +170,12 @@ class LinkEndpoint : public LinkChannel {
       admit_due_ = false;
     }
     while (out.size() < kLinkBatchBytes) {
-      OutBatch* batch = queue_.Next();
+      const std::string* batch = queue_.Next();
       if (batch == nullptr) {
         break;
       }
-      AppendLinkFrame(*batch, out);
+      AppendLinkFrameHeader(batch->size(), out);
+      out.append(*batch);
       queue_.Written();
     }
     if (behind_ && queue_.queued_bytes() < kLinkLowWatermark) {
@@ -189,7 +201,7 @@ class LinkEndpoint : public LinkChannel {
   bool admitted_ = false;        // client: the server's first frame came; the thread's alone
   absl::Mutex mu_;
   // Unbounded by itself: the watermarks bound it (refusals, OnBehind).
-  BatchQueue<OutBatch, OutItem, Add> queue_ ABSL_GUARDED_BY(mu_){kLinkBatchBytes, SIZE_MAX};
+  BatchQueue queue_ ABSL_GUARDED_BY(mu_){kLinkBatchBytes, SIZE_MAX};
   bool admit_due_ ABSL_GUARDED_BY(mu_) = false;
   bool behind_ ABSL_GUARDED_BY(mu_) = false;  // past the high watermark, not yet under the low
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

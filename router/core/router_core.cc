@@ -40,7 +40,7 @@ void RouterCore::LinkDown(uint64_t link_id, absl::Time now, Outbox& out) {
   }
   NotifyAgents(sessions_.CloseLink(link_id, now), now, out);
   // Nothing more goes to the link itself.
-  std::erase_if(out, [link_id](const Outgoing& o) { return o.link_id == link_id; });
+  out.EraseFor(link_id);
 }
 
 void RouterCore::Handle(uint64_t link_id, GatewayEvent& event, absl::Time now, Outbox& out) {

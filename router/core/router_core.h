@@ -12,23 +12,12 @@
 #include "router/core/call_table.h"
 #include "router/core/fanout_budget.h"
 #include "router/core/kept_answers.h"
+#include "router/core/outbox.h"
 #include "router/core/routing_table.h"
 #include "router/core/session_table.h"
 
 namespace relay::router {
 
-// A command for one gateway link.
-struct Outgoing {
-  uint64_t link_id = 0;
-  relay::v1::RouterCommand command;
-};
-using Outbox = std::vector<Outgoing>;
-
-// Appends a command for link_id to out; the caller fills it in.
-inline relay::v1::RouterCommand& AddCommand(Outbox& out, uint64_t link_id) {
-  out.push_back(Outgoing{link_id, {}});
-  return out.back().command;
-}
 
 struct RouterCoreOptions {
   SessionTableOptions sessions;

@@ -22,7 +22,7 @@ using relay::v1::RouterCommand;
 namespace {
 
 using GatewayLinkEndpoint =
-    common::LinkEndpoint<GatewayBatch, RouterBatch, RouterCommand, &RouterBatch::add_commands>;
+    common::LinkEndpoint<GatewayBatch, RouterCommand>;
 
 // Backpressure (ARCHITECTURE.md "Faults": no limit ends a link other
 // accounts share): once a gateway's commands waiting pass the high
@@ -75,7 +75,7 @@ class GatewayLink final : public GatewayLinkEndpoint, public LinkWriter {
                             {.peer_role = std::string(common::kRoleGateway), .server = true}),
         hub_(hub), pressure_(std::move(pressure)) {}
 
-  void Push(RouterCommand&& command) override { Enqueue(std::move(command), Admit::kAlways); }
+  void Push(const RouterCommand& command) override { Enqueue(command, Admit::kAlways); }
   void Flush() override { Wake(); }
 
  private:

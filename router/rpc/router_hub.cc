@@ -12,6 +12,17 @@ namespace relay::router {
 
 namespace {
 
+// Room for the commands of a busy link batch (a few dozen calls' deliveries
+// and answers; their strings' bytes are moved in, not copied).
+constexpr size_t kArenaBlockBytes = 32 << 10;
+
+google::protobuf::ArenaOptions ArenaOn(char* block) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = kArenaBlockBytes;
+  return options;
+}
+
 // A tab may still hold calls of a router that restarted (its answers come
 // late): a restarted router's ids must not meet them (FirstCallId).
 uint64_t RandomFirstCallId() {
@@ -50,7 +61,10 @@ void LogRouted(RouterCore& core, uint64_t link_id, relay::v1::GatewayEvent& even
 
 }  // namespace
 
-RouterHub::RouterHub(RouterCoreOptions options) : core_(RandomFirstCallId(), options) {}
+RouterHub::RouterHub(RouterCoreOptions options)
+    : core_(RandomFirstCallId(), options),
+      arena_block_(new char[kArenaBlockBytes]),
+      arena_(ArenaOn(arena_block_.get())) {}
 RouterHub::~RouterHub() = default;
 
 uint64_t RouterHub::AddLink(std::shared_ptr<LinkWriter> writer) {
@@ -63,14 +77,17 @@ uint64_t RouterHub::AddLink(std::shared_ptr<LinkWriter> writer) {
 
 template <typename Fn>
 auto RouterHub::Apply(Fn fn) {
-  std::vector<std::shared_ptr<LinkWriter>> touched;
+  Touched touched;
   decltype(fn(core_, std::declval<Outbox&>())) result;
   {
     absl::MutexLock lock(&mu_);
-    Outbox out;
-    result = fn(core_, out);
-    touched = QueueLocked(out);
-    PublishLocked();
+    {
+      Outbox out(&arena_);
+      result = fn(core_, out);
+      touched = QueueLocked(out);
+      PublishLocked();
+    }
+    arena_.Reset();
   }
   for (const auto& writer : touched) {
     writer->Flush();
@@ -165,15 +182,15 @@ void RouterHub::PublishLocked() {
   }
 }
 
-std::vector<std::shared_ptr<LinkWriter>> RouterHub::QueueLocked(Outbox& out) {
-  std::vector<std::shared_ptr<LinkWriter>> touched;
+RouterHub::Touched RouterHub::QueueLocked(Outbox& out) {
+  Touched touched;
   commands_out_ += out.size();
   for (Outgoing& o : out) {
     auto it = links_.find(o.link_id);
     if (it == links_.end()) {
       continue;  // that gateway's link has ended
     }
-    it->second->Push(std::move(o.command));
+    it->second->Push(o.command);
     // Usually one or two links: a linear look is the cheapest set.
     if (std::find(touched.begin(), touched.end(), it->second) == touched.end()) {
       touched.push_back(it->second);

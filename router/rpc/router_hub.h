@@ -7,6 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "relay/v1/router.pb.h"
 #include "router/core/router_core.h"
@@ -17,8 +18,9 @@ namespace relay::router {
 class LinkWriter {
  public:
   virtual ~LinkWriter() = default;
-  // Queues a command for the next batch (dropped once the link is closing).
-  virtual void Push(relay::v1::RouterCommand&& command) = 0;
+  // Queues a command for the next batch, serialised at once (dropped once the
+  // link is closing).
+  virtual void Push(const relay::v1::RouterCommand& command) = 0;
   // Starts a write if none is in flight.
   virtual void Flush() = 0;
 };
@@ -74,15 +76,22 @@ class RouterHub {
   // links' writers, and starts their writes after releasing the lock.
   template <typename Fn>
   auto Apply(Fn fn);
+  // The writers an entry point queued on: usually one or two.
+  using Touched = absl::InlinedVector<std::shared_ptr<LinkWriter>, 4>;
   // Queues out on the writers; returns them for Flush.
-  std::vector<std::shared_ptr<LinkWriter>> QueueLocked(Outbox& out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Touched QueueLocked(Outbox& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pushes the core's watch events to every watcher (under the lock, so that
   // every watcher sees them in the core's order).
   void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   RouterCore core_ ABSL_GUARDED_BY(mu_);
+  // Every entry point's outbox is on this arena, reset after each (its first
+  // block kept): the commands of a link batch cost no allocation each, and an
+  // outbox none of its own. What it held is serialised into the links' queues
+  // by then.
+  std::unique_ptr<char[]> arena_block_;  // before arena_, which uses it
+  google::protobuf::Arena arena_ ABSL_GUARDED_BY(mu_);
   // How well the links batch: messages per batch, both ways.
   uint64_t batches_in_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t events_in_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,54 +1,100 @@
 #include "common/batch_queue.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "relay/v1/router.pb.h"
 
 namespace relay::common {
 namespace {
 
-struct FakeBatch {
-  std::vector<std::string> items;
-  std::string* add_item() { return &items.emplace_back(); }
-};
-using Queue = BatchQueue<FakeBatch, std::string, &FakeBatch::add_item>;
+// Queues text as a message of its bytes.
+bool Push(BatchQueue& queue, const std::string& text) {
+  char* at = queue.Append(text.size());
+  if (at == nullptr) {
+    return false;
+  }
+  std::memcpy(at, text.data(), text.size());
+  return true;
+}
+
+// A batch's bytes, read back as the batch message whose field 1 repeats the
+// items: the stream's peer parses them so.
+std::vector<std::string> Sessions(const std::string& bytes) {
+  relay::v1::GatewayBatch batch;
+  EXPECT_TRUE(batch.ParseFromString(bytes));
+  std::vector<std::string> sessions;
+  for (const auto& event : batch.events()) {
+    sessions.push_back(event.session_end().session_id());
+  }
+  return sessions;
+}
+
+std::string Ended(const std::string& session) {
+  relay::v1::GatewayEvent event;
+  event.mutable_session_end()->set_session_id(session);
+  return event.SerializeAsString();
+}
 
 TEST(BatchQueueTest, ALoneMessageGoesAtOnceAndWhatWaitsGoesTogether) {
-  Queue queue(100, 1000);
-  ASSERT_TRUE(queue.Push("a", 1));
-  FakeBatch* first = queue.Next();
+  BatchQueue queue(1000, 10000);
+  ASSERT_TRUE(Push(queue, Ended("a")));
+  const std::string* first = queue.Next();
   ASSERT_NE(first, nullptr);
-  EXPECT_EQ(first->items, std::vector<std::string>({"a"}));
+  EXPECT_EQ(Sessions(*first), std::vector<std::string>({"a"}));
   // While it is written, others wait, and Next gives nothing.
-  queue.Push("b", 1);
-  queue.Push("c", 1);
+  Push(queue, Ended("b"));
+  Push(queue, Ended("c"));
   EXPECT_EQ(queue.Next(), nullptr);
   queue.Written();
-  FakeBatch* second = queue.Next();
+  const std::string* second = queue.Next();
   ASSERT_NE(second, nullptr);
-  EXPECT_EQ(second->items, std::vector<std::string>({"b", "c"}));
+  EXPECT_EQ(Sessions(*second), std::vector<std::string>({"b", "c"}));
   queue.Written();
   EXPECT_EQ(queue.Next(), nullptr);
   EXPECT_EQ(queue.queued_bytes(), 0u);
 }
 
+TEST(BatchQueueTest, AnEntryIsItsTagItsLengthAndItsBytes) {
+  EXPECT_EQ(BatchQueue::EntryBytes(0), 2u);
+  EXPECT_EQ(BatchQueue::EntryBytes(127), 129u);
+  EXPECT_EQ(BatchQueue::EntryBytes(128), 131u);  // a two-byte length
+  EXPECT_EQ(BatchQueue::EntryBytes(1 << 24), 1u + 4u + (1u << 24));
+  // A message past 127 bytes, with one before and one after, read back whole.
+  BatchQueue queue(1 << 20, 1 << 20);
+  const std::string long_id(300, 'x');
+  Push(queue, Ended("before"));
+  Push(queue, Ended(long_id));
+  Push(queue, Ended("after"));
+  const std::string* batch = queue.Next();
+  ASSERT_NE(batch, nullptr);
+  EXPECT_EQ(Sessions(*batch), std::vector<std::string>({"before", long_id, "after"}));
+  EXPECT_EQ(queue.queued_bytes(), batch->size());
+}
+
 TEST(BatchQueueTest, BatchesAreCutAtTheirSizeAndTheWholeQueueIsBounded) {
-  Queue queue(10, 25);
-  queue.Push("x", 4);
-  queue.Push("y", 4);  // 8: still the same batch
-  queue.Push("z", 4);  // 12 would pass 10: a new batch
-  queue.Push("w", 12);  // larger than a batch: alone
-  EXPECT_FALSE(queue.Push("too much", 2));  // 26 > 25
+  // Each message of 2 bytes takes an entry of 4.
+  BatchQueue queue(10, 25);
+  Push(queue, "x1");
+  Push(queue, "y1");  // 8: still the same batch
+  Push(queue, "z1");  // 12 would pass 10: a new batch
+  Push(queue, std::string(10, 'w'));  // an entry of 12, larger than a batch: alone
+  EXPECT_FALSE(Push(queue, "no"));  // 28 > 25
   EXPECT_EQ(queue.queued_bytes(), 24u);
-  EXPECT_EQ(queue.Next()->items, std::vector<std::string>({"x", "y"}));
+  EXPECT_EQ(*queue.Next(), std::string("\x0a\x02x1\x0a\x02y1"));
   queue.Written();
-  EXPECT_EQ(queue.Next()->items, std::vector<std::string>({"z"}));
+  EXPECT_EQ(*queue.Next(), std::string("\x0a\x02z1"));
   queue.Written();
-  EXPECT_EQ(queue.Next()->items, std::vector<std::string>({"w"}));
+  EXPECT_EQ(*queue.Next(), "\x0a\x0a" + std::string(10, 'w'));
   queue.Written();
   EXPECT_TRUE(queue.empty());
   EXPECT_EQ(queue.queued_bytes(), 0u);
+  // A written batch's buffer serves the next: the queue works on as before.
+  ASSERT_TRUE(Push(queue, "v1"));
+  EXPECT_EQ(*queue.Next(), std::string("\x0a\x02v1"));
+  queue.Written();
 }
 
 }  // namespace

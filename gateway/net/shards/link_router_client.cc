@@ -42,7 +42,7 @@ class LinkRouterClient final : public RouterClient {
   }
 
   void Send(const std::string& account, GatewayEvent event) override {
-    shards_[picker_.Pick(account)]->Send(std::move(event));
+    shards_[picker_.Pick(account)]->Send(event);
   }
 
   uint64_t Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter) override {

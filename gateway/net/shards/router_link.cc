@@ -32,9 +32,9 @@ RouterLink::RouterLink(RouterLinkOwner& owner, boost::asio::io_context& io,
                          {.peer_role = std::string(common::kRoleRouter), .server = false}),
       owner_(owner) {}
 
-bool RouterLink::Send(relay::v1::GatewayEvent&& event) {
+bool RouterLink::Send(const relay::v1::GatewayEvent& event) {
   const Admit admit = StartsWork(event) ? Admit::kUnlessBehind : Admit::kAlways;
-  if (!Enqueue(std::move(event), admit)) {
+  if (!Enqueue(event, admit)) {
     return false;
   }
   Wake();  // a write round on the link's next turn takes it, and whatever else is queued by then

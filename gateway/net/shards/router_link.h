@@ -26,8 +26,7 @@ class RouterLinkOwner {
 };
 
 using RouterLinkEndpoint =
-    common::LinkEndpoint<relay::v1::RouterBatch, relay::v1::GatewayBatch, relay::v1::GatewayEvent,
-                         &relay::v1::GatewayBatch::add_events>;
+    common::LinkEndpoint<relay::v1::RouterBatch, relay::v1::GatewayEvent>;
 
 // The gateway's side of one router shard's link (docs/protocols.md), on the
 // gateway's first I/O thread. While the router reads slowly (it pauses reading
@@ -42,7 +41,7 @@ class RouterLink final : public RouterLinkEndpoint {
   // Any thread: queued and a write round asked for. False once the link has
   // ended, or when the event starts new work and the router is behind: it is
   // dropped.
-  bool Send(relay::v1::GatewayEvent&& event);
+  bool Send(const relay::v1::GatewayEvent& event);
 
  private:
   absl::Status OnAdmitted() override;

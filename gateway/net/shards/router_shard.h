@@ -44,7 +44,7 @@ class RouterShard final : public RouterLinkOwner {
   // Asks for admission, then links (and again whenever the link ends).
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
 
-  bool Send(relay::v1::GatewayEvent&& event) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Send(const relay::v1::GatewayEvent& event) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t Forward(ForwardRequest request, std::shared_ptr<CallWaiter> waiter)
       ABSL_LOCKS_EXCLUDED(calls_mu_);

@@ -41,8 +41,8 @@ using testing::TestCa;
 
 constexpr absl::Duration kWait = absl::Seconds(10);
 
-using GatewaySide = LinkEndpoint<RouterBatch, GatewayBatch, GatewayEvent, &GatewayBatch::add_events>;
-using RouterSide = LinkEndpoint<GatewayBatch, RouterBatch, RouterCommand, &RouterBatch::add_commands>;
+using GatewaySide = LinkEndpoint<RouterBatch, GatewayEvent>;
+using RouterSide = LinkEndpoint<GatewayBatch, RouterCommand>;
 
 class TestRouterEnd;
 
@@ -240,8 +240,8 @@ TEST_F(LinkEndpointTest, AdmitsTheLinkAndCarriesBatchesBothWaysUnderTls) {
   }
   RouterCommand command;
   command.mutable_call_event()->set_message(std::string(3 << 20, 'x'));  // past one batch
-  ASSERT_TRUE(RouterEnd()->Enqueue(RouterCommand(command), RouterSide::Admit::kAlways));
-  ASSERT_TRUE(RouterEnd()->Enqueue(std::move(command), RouterSide::Admit::kAlways));
+  ASSERT_TRUE(RouterEnd()->Enqueue(command, RouterSide::Admit::kAlways));
+  ASSERT_TRUE(RouterEnd()->Enqueue(command, RouterSide::Admit::kAlways));
   RouterEnd()->Wake();
   ASSERT_TRUE(gateway_heard_.AwaitItems(2));
 
@@ -371,7 +371,7 @@ TEST_F(LinkEndpointTest, EndsALinkWhosePeerStopsReadingAndSaysItWasBehind) {
   for (int i = 0; i < 80; ++i) {
     RouterCommand command;
     command.mutable_call_event()->set_message(std::string(1 << 20, 'y'));
-    ASSERT_TRUE(RouterEnd()->Enqueue(std::move(command), RouterSide::Admit::kAlways));
+    ASSERT_TRUE(RouterEnd()->Enqueue(command, RouterSide::Admit::kAlways));
   }
   RouterEnd()->Wake();
   ASSERT_TRUE(router_heard_.AwaitEnded());

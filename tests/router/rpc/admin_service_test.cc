@@ -21,7 +21,7 @@ using testing::TestCa;
 
 class NullWriter final : public LinkWriter {
  public:
-  void Push(relay::v1::RouterCommand&&) override {}
+  void Push(const relay::v1::RouterCommand&) override {}
   void Flush() override {}
 };
 

@@ -26,10 +26,10 @@ using relay::v1::RouterCommand;
 // reentrant), so a passing test shows the flush comes after the release.
 class FakeLinkWriter final : public LinkWriter {
  public:
-  void Push(RouterCommand&& command) override {
+  void Push(const RouterCommand& command) override {
     absl::MutexLock lock(&mu_);
     log_.push_back(absl::StrCat("push:", command.command_case()));
-    commands_.push_back(std::move(command));
+    commands_.push_back(command);
   }
   void Flush() override {
     if (hub_ != nullptr) {
