@@ -15,7 +15,8 @@
 //                                  process's context switches a call are printed in any case)
 //   bench/run.sh --allocs          also count each server process's malloc calls per call (a
 //                                  uprobe on libc's malloc, perf stat, first round): a count
-//                                  this machine's wandering speed does not move
+//                                  this machine's wandering speed does not move (the probe
+//                                  slows every process: that run's other figures mean nothing)
 //   bench/run.sh --sched default   every mode: the relay's services under the default scheduling
 //                                  policy (by default they run with --sched_batch, as compose.yml
 //                                  runs them on one host; the peers always under the default)
