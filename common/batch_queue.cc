@@ -41,13 +41,14 @@ char* BatchQueue::Append(size_t message_bytes) {
   if (queued_bytes_ + bytes > max_bytes_) {
     return nullptr;
   }
-  if (batches_.empty() || batches_.back().size() + bytes > batch_bytes_) {
+  if (batches_.empty() || batches_.back().size() - header_bytes_ + bytes > batch_bytes_) {
     batches_.push_back(std::exchange(spare_, std::string()));
+    batches_.back().assign(header_bytes_, '\0');
   }
   std::string& batch = batches_.back();
   const size_t at = batch.size();
-  // (resize writes zeros the caller overwrites: a memset of a message's size,
-  // far cheaper than the serialising that follows.)
+  // (resize writes zeros the caller overwrites: a memset of the message's
+  // size, cheaper than the serialising that follows.)
   batch.resize(at + bytes);
   queued_bytes_ += bytes;
   char* p = &batch[at];
@@ -55,19 +56,21 @@ char* BatchQueue::Append(size_t message_bytes) {
   return WriteVarint(message_bytes, p);
 }
 
-const std::string* BatchQueue::Next() {
+std::string* BatchQueue::Next() {
   if (writing_ || batches_.empty()) {
     return nullptr;
   }
   writing_ = true;
   current_ = std::move(batches_.front());
   batches_.pop_front();
+  current_bytes_ = current_.size() - header_bytes_;
   return &current_;
 }
 
 void BatchQueue::Written() {
   writing_ = false;
-  queued_bytes_ -= current_.size();
+  queued_bytes_ -= current_bytes_;
+  current_bytes_ = 0;
   current_.clear();
   if (current_.capacity() <= kKeepBytes) {
     spare_ = std::move(current_);

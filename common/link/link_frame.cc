@@ -14,10 +14,17 @@ namespace {
 constexpr size_t kKeepBytes = 2 << 20;
 }  // namespace
 
-void AppendLinkFrameHeader(size_t length, std::string& out) {
+void WriteLinkFrameHeader(size_t length, char* at) {
   const uint32_t n = static_cast<uint32_t>(length);
-  const char header[kLinkFrameHeaderBytes] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                                              static_cast<char>(n >> 8), static_cast<char>(n)};
+  at[0] = static_cast<char>(n >> 24);
+  at[1] = static_cast<char>(n >> 16);
+  at[2] = static_cast<char>(n >> 8);
+  at[3] = static_cast<char>(n);
+}
+
+void AppendLinkFrameHeader(size_t length, std::string& out) {
+  char header[kLinkFrameHeaderBytes];
+  WriteLinkFrameHeader(length, header);
   out.append(header, sizeof(header));
 }
 

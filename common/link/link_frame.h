@@ -28,18 +28,10 @@ inline constexpr uint32_t kLinkControlBit = 0x80000000u;
 
 // Appends the header of a frame of `length` bytes to out.
 void AppendLinkFrameHeader(size_t length, std::string& out);
+// Writes that header at `at` (kLinkFrameHeaderBytes).
+void WriteLinkFrameHeader(size_t length, char* at);
 // Appends a control frame.
 void AppendLinkControl(LinkControl control, std::string& out);
-
-// Appends message (a protobuf message) as one frame.
-template <typename Message>
-void AppendLinkFrame(const Message& message, std::string& out) {
-  const size_t length = message.ByteSizeLong();
-  AppendLinkFrameHeader(length, out);
-  const size_t at = out.size();
-  out.resize(at + length);
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&out[at]));
-}
 
 // Cuts the bytes read from a link into frames. Read into Prepare(), Commit()
 // what arrived, then take frames with Next() until it returns false; a frame

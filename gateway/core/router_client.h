@@ -108,7 +108,7 @@ class RouterClient {
 
   // Sends an event on the account's shard's link; dropped while it is down
   // (the gateway re-announces what matters when it is back).
-  virtual void Send(const std::string& account, relay::v1::GatewayEvent event) = 0;
+  virtual void Send(const std::string& account, const relay::v1::GatewayEvent& event) = 0;
 
   // Forwards one request to the account's tab. Returns the call's reference
   // for Cancel. waiter hears each event, then exactly one OnCallDone; at once

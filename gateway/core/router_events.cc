@@ -103,15 +103,13 @@ relay::v1::GatewayEvent TabDownEvent(uint64_t tab_id) {
   return event;
 }
 
-relay::v1::GatewayEvent TabReplyEvent(uint64_t tab_id, uint64_t call_id, bool is_error,
-                                      std::string payload) {
-  relay::v1::GatewayEvent event;
+void TabReplyInto(relay::v1::GatewayEvent& event, uint64_t tab_id, uint64_t call_id,
+                  bool is_error, std::string payload) {
   auto* reply = event.mutable_tab_reply();
   reply->set_tab_id(tab_id);
   reply->set_call_id(call_id);
   reply->set_is_error(is_error);
   reply->set_payload(std::move(payload));
-  return event;
 }
 
 relay::v1::GatewayEvent TabNotificationEvent(uint64_t tab_id, TabNotice notice) {

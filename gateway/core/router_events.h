@@ -46,9 +46,10 @@ struct TabAnnouncement {
 // A tab is up (after its ticket was redeemed, and again after a link came back), and gone.
 relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab);
 relay::v1::GatewayEvent TabDownEvent(uint64_t tab_id);
-// The tab's answer to a call.
-relay::v1::GatewayEvent TabReplyEvent(uint64_t tab_id, uint64_t call_id, bool is_error,
-                                      std::string payload);
+// The tab's answer to a call, into event (empty; it is answered on the hot
+// path, so its caller may build it on an arena).
+void TabReplyInto(relay::v1::GatewayEvent& event, uint64_t tab_id, uint64_t call_id,
+                  bool is_error, std::string payload);
 // A notification of the tab for agents (moved from).
 relay::v1::GatewayEvent TabNotificationEvent(uint64_t tab_id, TabNotice notice);
 // A request of the tab to the agent of a call (moved from).

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <google/protobuf/arena.h>
@@ -32,8 +33,17 @@ class Outbox {
   // On arena, which must outlive the outbox (the router's hub reuses one
   // across its entry points); without one, on an arena of its own.
   explicit Outbox(google::protobuf::Arena* arena = nullptr) : arena_(arena) {}
-  Outbox(Outbox&&) = default;
-  Outbox& operator=(Outbox&&) = default;
+  // A moved-from outbox is empty, on no arena (it makes its own if used again).
+  Outbox(Outbox&& other) noexcept
+      : arena_(std::exchange(other.arena_, nullptr)),
+        own_(std::move(other.own_)),
+        items_(std::exchange(other.items_, {})) {}
+  Outbox& operator=(Outbox&& other) noexcept {
+    arena_ = std::exchange(other.arena_, nullptr);
+    own_ = std::move(other.own_);
+    items_ = std::exchange(other.items_, {});
+    return *this;
+  }
 
   // A new, empty command for link_id, after the others; the caller fills it in.
   relay::v1::RouterCommand& Add(uint64_t link_id);

@@ -89,7 +89,9 @@ class RouterHub {
   // Every entry point's outbox is on this arena, reset after each (its first
   // block kept): the commands of a link batch cost no allocation each, and an
   // outbox none of its own. What it held is serialised into the links' queues
-  // by then.
+  // by then. (Protobuf gives the kept first block to the thread that reset the
+  // arena last: the links' thread, which makes nearly every entry; the
+  // sweeper's and the operators' entries may take blocks of their own.)
   std::unique_ptr<char[]> arena_block_;  // before arena_, which uses it
   google::protobuf::Arena arena_ ABSL_GUARDED_BY(mu_);
   // How well the links batch: messages per batch, both ways.

@@ -97,5 +97,26 @@ TEST(BatchQueueTest, BatchesAreCutAtTheirSizeAndTheWholeQueueIsBounded) {
   queue.Written();
 }
 
+TEST(BatchQueueTest, EachBatchStartsWithRoomForTheWritersHeaderAndMayBeSwappedOut) {
+  BatchQueue queue(1000, 10000, /*header_bytes=*/4);
+  Push(queue, "a1");
+  Push(queue, "b1");
+  EXPECT_EQ(queue.queued_bytes(), 8u);  // the entries alone count
+  std::string* batch = queue.Next();
+  ASSERT_NE(batch, nullptr);
+  EXPECT_EQ(*batch, std::string("\0\0\0\0\x0a\x02" "a1\x0a\x02" "b1", 12));
+  // The writer takes the batch whole, leaving a buffer of its own.
+  std::string out("old");
+  out.swap(*batch);
+  queue.Written();
+  EXPECT_EQ(queue.queued_bytes(), 0u);
+  EXPECT_EQ(out.substr(4), std::string("\x0a\x02" "a1\x0a\x02" "b1"));
+  // The next batch has its room again, and nothing of what was swapped in.
+  Push(queue, "c1");
+  EXPECT_EQ(*queue.Next(), std::string("\0\0\0\0\x0a\x02" "c1", 8));
+  queue.Written();
+  EXPECT_TRUE(queue.empty());
+}
+
 }  // namespace
 }  // namespace relay::common

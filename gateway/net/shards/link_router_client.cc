@@ -41,7 +41,7 @@ class LinkRouterClient final : public RouterClient {
     }
   }
 
-  void Send(const std::string& account, GatewayEvent event) override {
+  void Send(const std::string& account, const GatewayEvent& event) override {
     shards_[picker_.Pick(account)]->Send(event);
   }
 

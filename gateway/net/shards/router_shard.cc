@@ -4,11 +4,11 @@
 #include <utility>
 #include <vector>
 
-#include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/time/clock.h"
 #include "common/clock.h"
+#include "common/link/frame_arena.h"
 #include "common/log.h"
 #include "gateway/rpc/channel.h"
 
@@ -21,7 +21,8 @@ using relay::v1::RouterCommand;
 namespace {
 
 // Room for a call's event and its strings' heads (their bytes are moved in,
-// not copied): the arena of Forward allocates nothing more.
+// not copied): for a CallStart the arena of Forward allocates nothing more (a
+// CallResume with many answers may take a block from the heap).
 constexpr size_t kEventBlockBytes = 1024;
 
 ForwardOutcome ToOutcome(relay::v1::CallDone& done) {
@@ -172,15 +173,11 @@ uint64_t RouterShard::Forward(ForwardRequest request, std::shared_ptr<CallWaiter
     absl::MutexLock lock(&calls_mu_);
     calls_.emplace(ref, std::move(waiter));
   }
-  // The event lives on an arena in this frame (its first block too): its
-  // message, its call's and the strings moved in cost no allocation each,
-  // and the link serialises it before it is gone.
-  alignas(8) char block[kEventBlockBytes];
-  google::protobuf::ArenaOptions options;
-  options.initial_block = block;
-  options.initial_block_size = sizeof(block);
-  google::protobuf::Arena arena(options);
-  GatewayEvent& event = *google::protobuf::Arena::CreateMessage<GatewayEvent>(&arena);
+  // The event lives on an arena in this frame: its message, its call's and the
+  // strings moved in cost no allocation each, and the link serialises it
+  // before it is gone.
+  common::FrameArena<kEventBlockBytes> arena;
+  GatewayEvent& event = arena.Make<GatewayEvent>();
   if (request.resume_call_id != 0) {
     auto* resume = event.mutable_call_resume();
     resume->set_call_ref(ref);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
+#include "common/link/frame_arena.h"
 #include "common/log.h"
 #include "gateway/core/keepalive_phase.h"
 #include "gateway/core/tab_protocol.h"
@@ -334,8 +335,12 @@ void TabSession::Announce() {
 }
 
 void TabSession::Reply(uint64_t call_id, bool is_error, std::string payload) {
-  services_.router.Send(announcement_.account,
-                      TabReplyEvent(tab_id_, call_id, is_error, std::move(payload)));
+  // On an arena in this frame: the answer's message and the head of its
+  // payload cost no allocation (the link serialises it at once).
+  common::FrameArena<512> arena;
+  relay::v1::GatewayEvent& event = arena.Make<relay::v1::GatewayEvent>();
+  TabReplyInto(event, tab_id_, call_id, is_error, std::move(payload));
+  services_.router.Send(announcement_.account, event);
 }
 
 void TabSession::PostAccepted(uint32_t agents) {

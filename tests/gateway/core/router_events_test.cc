@@ -92,7 +92,8 @@ TEST(RouterEventsTest, TabEventsNameTheTab) {
   EXPECT_EQ(up.tab_up().client_version(), "1.2");
   EXPECT_EQ(TabDownEvent(5).tab_down().tab_id(), 5u);
 
-  auto reply = TabReplyEvent(5, 42, true, R"({"code":1})");
+  relay::v1::GatewayEvent reply;
+  TabReplyInto(reply, 5, 42, true, R"({"code":1})");
   EXPECT_EQ(reply.tab_reply().tab_id(), 5u);
   EXPECT_EQ(reply.tab_reply().call_id(), 42u);
   EXPECT_TRUE(reply.tab_reply().is_error());

@@ -40,6 +40,10 @@ TEST(OutboxTest, WithoutAnArenaItMakesItsOwnAtTheFirstCommand) {
   Outbox moved = std::move(out);  // (a test helper returns its outbox)
   ASSERT_EQ(moved.size(), 1u);
   EXPECT_EQ(moved[0].command.displace().reason(), "moved");
+  // What was moved from is empty, and used again makes an arena of its own,
+  // not one the other outbox frees.
+  EXPECT_TRUE(out.empty());  // NOLINT(bugprone-use-after-move): what a move leaves
+  EXPECT_NE(AddCommand(out, 9).GetArena(), moved[0].command.GetArena());
   moved.clear();
   EXPECT_TRUE(moved.empty());
   AddCommand(moved, 8);
