@@ -6,11 +6,15 @@
 
 namespace relay::common {
 
-// An arena whose first block is inside it, for a message built, queued on a
-// link (which serialises it at once) and dropped within one function: the
-// message, its sub-messages and the heads of its strings cost no allocation
-// (the bytes of a string moved in are not copied). Past kBytes it allocates
-// like any arena. Lives on the stack; not thread-safe.
+// A protobuf arena whose first block is part of it, and stays when the arena
+// is reset: the messages built on it, their sub-messages and the heads of
+// their strings cost no allocation each (the bytes of a string moved in are
+// not copied) until they pass kBytes, after which it allocates like any arena.
+// For messages that live no longer than one frame: parsed from one and handed
+// on (LinkFrameParser, reset after each frame), or built, queued on a link
+// (which serialises them at once) and dropped, on the stack of the function
+// that sends them or reset after each entry point (RouterHub). Not
+// thread-safe.
 template <size_t kBytes>
 class FrameArena {
  public:
@@ -18,11 +22,14 @@ class FrameArena {
   FrameArena(const FrameArena&) = delete;
   FrameArena& operator=(const FrameArena&) = delete;
 
-  // A new message of type M on the arena, valid until the arena goes.
+  // A new message of type M on the arena, valid until the arena is reset or goes.
   template <typename M>
   M& Make() {
     return *google::protobuf::Arena::CreateMessage<M>(&arena_);
   }
+  google::protobuf::Arena* arena() { return &arena_; }
+  // Drops every message on the arena and gives back every block but the first.
+  void Reset() { arena_.Reset(); }
 
  private:
   static google::protobuf::ArenaOptions Options(char* block) {

@@ -1,10 +1,9 @@
 #pragma once
 
-#include <memory>
-
-#include <google/protobuf/arena.h>
+#include <cstddef>
 
 #include "absl/strings/string_view.h"
+#include "common/link/frame_arena.h"
 
 namespace relay::common {
 
@@ -16,7 +15,7 @@ namespace relay::common {
 template <typename Batch>
 class LinkFrameParser {
  public:
-  LinkFrameParser() : block_(new char[kBlockBytes]), arena_(Options(block_.get())) {}
+  LinkFrameParser() = default;
   LinkFrameParser(const LinkFrameParser&) = delete;
   LinkFrameParser& operator=(const LinkFrameParser&) = delete;
 
@@ -26,10 +25,10 @@ class LinkFrameParser {
   // without calling handle, when the frame is not a Batch.
   template <typename Handle>
   bool Parse(absl::string_view frame, Handle&& handle) {
-    Batch* batch = google::protobuf::Arena::CreateMessage<Batch>(&arena_);
-    const bool parsed = batch->ParseFromArray(frame.data(), static_cast<int>(frame.size()));
+    Batch& batch = arena_.template Make<Batch>();
+    const bool parsed = batch.ParseFromArray(frame.data(), static_cast<int>(frame.size()));
     if (parsed) {
-      handle(*batch);
+      handle(batch);
     }
     arena_.Reset();
     return parsed;
@@ -39,15 +38,7 @@ class LinkFrameParser {
   // Room for the events of a busy frame (a few hundred calls).
   static constexpr size_t kBlockBytes = 32 << 10;
 
-  static google::protobuf::ArenaOptions Options(char* block) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = kBlockBytes;
-    return options;
-  }
-
-  std::unique_ptr<char[]> block_;  // before arena_, which uses it
-  google::protobuf::Arena arena_;
+  FrameArena<kBlockBytes> arena_;
 };
 
 }  // namespace relay::common

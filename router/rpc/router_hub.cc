@@ -12,17 +12,6 @@ namespace relay::router {
 
 namespace {
 
-// Room for the commands of a busy link batch (a few dozen calls' deliveries
-// and answers; their strings' bytes are moved in, not copied).
-constexpr size_t kArenaBlockBytes = 32 << 10;
-
-google::protobuf::ArenaOptions ArenaOn(char* block) {
-  google::protobuf::ArenaOptions options;
-  options.initial_block = block;
-  options.initial_block_size = kArenaBlockBytes;
-  return options;
-}
-
 // A tab may still hold calls of a router that restarted (its answers come
 // late): a restarted router's ids must not meet them (FirstCallId).
 uint64_t RandomFirstCallId() {
@@ -62,9 +51,7 @@ void LogRouted(RouterCore& core, uint64_t link_id, relay::v1::GatewayEvent& even
 }  // namespace
 
 RouterHub::RouterHub(RouterCoreOptions options)
-    : core_(RandomFirstCallId(), options),
-      arena_block_(new char[kArenaBlockBytes]),
-      arena_(ArenaOn(arena_block_.get())) {}
+    : core_(RandomFirstCallId(), options) {}
 RouterHub::~RouterHub() = default;
 
 uint64_t RouterHub::AddLink(std::shared_ptr<LinkWriter> writer) {
@@ -82,7 +69,7 @@ auto RouterHub::Apply(Fn fn) {
   {
     absl::MutexLock lock(&mu_);
     {
-      Outbox out(&arena_);
+      Outbox out(arena_.arena());
       result = fn(core_, out);
       touched = QueueLocked(out);
       PublishLocked();

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
+#include "common/link/frame_arena.h"
 #include "relay/v1/router.pb.h"
 #include "router/core/router_core.h"
 
@@ -87,13 +88,14 @@ class RouterHub {
   mutable absl::Mutex mu_;
   RouterCore core_ ABSL_GUARDED_BY(mu_);
   // Every entry point's outbox is on this arena, reset after each (its first
-  // block kept): the commands of a link batch cost no allocation each, and an
-  // outbox none of its own. What it held is serialised into the links' queues
-  // by then. (Protobuf gives the kept first block to the thread that reset the
-  // arena last: the links' thread, which makes nearly every entry; the
-  // sweeper's and the operators' entries may take blocks of their own.)
-  std::unique_ptr<char[]> arena_block_;  // before arena_, which uses it
-  google::protobuf::Arena arena_ ABSL_GUARDED_BY(mu_);
+  // block kept, room for a busy link batch's commands: a few dozen calls'
+  // deliveries and answers, their strings' bytes moved in, not copied): the
+  // commands of a link batch cost no allocation each, and an outbox none of
+  // its own. What it held is serialised into the links' queues by then.
+  // (Protobuf gives the kept first block to the thread that reset the arena
+  // last: the links' thread, which makes nearly every entry; the sweeper's and
+  // the operators' entries may take blocks of their own.)
+  common::FrameArena<32 << 10> arena_ ABSL_GUARDED_BY(mu_);
   // How well the links batch: messages per batch, both ways.
   uint64_t batches_in_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t events_in_ ABSL_GUARDED_BY(mu_) = 0;
