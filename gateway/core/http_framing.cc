@@ -43,8 +43,16 @@ absl::string_view ReasonPhrase(int status) {
 
 std::string EncodeResponse(int status, absl::string_view content_type, absl::string_view body,
                            absl::string_view extra_headers, bool keep_alive) {
-  std::string out = absl::StrCat("HTTP/1.1 ", status, " ", ReasonPhrase(status),
-                                 "\r\nServer: mcp-tab-relay\r\n", extra_headers);
+  // Sized once: an answer is one allocation, however its parts add up.
+  // Past the parts' own bytes: the status line's, Server's, the names' and
+  // the CRLFs (90), the status's and the length's digits (at most 31).
+  constexpr size_t kFixedBytes = 128;
+  const absl::string_view reason = ReasonPhrase(status);
+  std::string out;
+  out.reserve(kFixedBytes + reason.size() + extra_headers.size() + content_type.size() +
+              body.size());
+  absl::StrAppend(&out, "HTTP/1.1 ", status, " ", reason,
+                  "\r\nServer: mcp-tab-relay\r\n", extra_headers);
   if (!body.empty()) {
     absl::StrAppend(&out, "Content-Type: ", content_type, "\r\n");
   }

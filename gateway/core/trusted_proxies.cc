@@ -69,8 +69,8 @@ bool TrustedProxies::Contains(absl::string_view address) const {
 }
 
 std::string TrustedProxies::ClientAddress(absl::string_view peer,
-                                          const std::optional<std::string>& real_ip,
-                                          const std::optional<std::string>& forwarded_for) const {
+                                          std::optional<absl::string_view> real_ip,
+                                          std::optional<absl::string_view> forwarded_for) const {
   if (!Contains(peer)) {
     return std::string(peer);
   }

@@ -24,8 +24,8 @@ class TrustedProxies {
   // The agent's address: the socket peer; or, when the peer is a trusted
   // proxy, X-Real-IP, else the right-most X-Forwarded-For entry that is not
   // itself a trusted proxy.
-  std::string ClientAddress(absl::string_view peer, const std::optional<std::string>& real_ip,
-                            const std::optional<std::string>& forwarded_for) const;
+  std::string ClientAddress(absl::string_view peer, std::optional<absl::string_view> real_ip,
+                            std::optional<absl::string_view> forwarded_for) const;
 
  private:
   struct Network {

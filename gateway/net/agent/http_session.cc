@@ -97,20 +97,15 @@ void HttpSession::OnPeerGone() {
 void HttpSession::OnHeader() {
   const auto& req = in_.parser().get();
   keep_alive_ = req.keep_alive();
-  auto host = in_.Header(http::field::host);
-  auto origin = in_.Header(http::field::origin);
   RequestHead head;
   head.target = absl::string_view(req.target().data(), req.target().size());
   head.method = absl::string_view(req.method_string().data(), req.method_string().size());
-  head.host = host;
-  head.origin = origin;
+  head.host = in_.Header(http::field::host);
+  head.origin = in_.Header(http::field::origin);
   head.websocket_upgrade = websocket::is_upgrade(req);
-  std::optional<std::string> ws_version, ws_key;
   if (head.websocket_upgrade) {
-    ws_version = in_.Header(http::field::sec_websocket_version);
-    ws_key = in_.Header(http::field::sec_websocket_key);
-    head.ws_version = ws_version;
-    head.ws_key = ws_key;
+    head.ws_version = in_.Header(http::field::sec_websocket_version);
+    head.ws_key = in_.Header(http::field::sec_websocket_key);
   }
   GateDecision decision = state_.gate.Decide(head, state_.draining.load());
   switch (decision.kind) {
@@ -126,7 +121,7 @@ void HttpSession::OnHeader() {
       state_.metrics.http_requests.Add();
       // The tab session takes the connection over; this one ends here.
       common::MakeSlabShared<TabSession>(HandOver(), state_.ForTab(), std::move(slot_))
-          ->Run(ws_key.value_or(""));
+          ->Run(head.ws_key.value_or(""));
       return;
     case GateDecision::Kind::kMetadata:
       return AnswerMetadata(head.method);
@@ -168,10 +163,17 @@ void HttpSession::OnRefused(const GateDecision& refusal) {
 void HttpSession::OnAdmitted(std::string account, std::string role) {
   account_ = std::move(account);
   headers_.role = std::move(role);
-  headers_.session_id = in_.Header("mcp-session-id");
-  headers_.protocol_version = in_.Header("mcp-protocol-version");
-  headers_.mcp_method = in_.Header("mcp-method");
-  headers_.mcp_name = in_.Header("mcp-name");
+  // Kept while the call lasts, past the parser (which the next request resets).
+  auto copy = [this](absl::string_view name) -> std::optional<std::string> {
+    if (auto value = in_.Header(name)) {
+      return std::string(*value);
+    }
+    return std::nullopt;
+  };
+  headers_.session_id = copy("mcp-session-id");
+  headers_.protocol_version = copy("mcp-protocol-version");
+  headers_.mcp_method = copy("mcp-method");
+  headers_.mcp_name = copy("mcp-name");
   headers_.token_key.clear();
   if (headers_.protocol_version == kModernVersion) {
     // A 2026-07-28 agent has no session: the router knows it by its token's
@@ -313,6 +315,7 @@ void HttpSession::OpenStream(const std::string& session) {
 asio::ip::tcp::socket HttpSession::HandOver() {
   phase_ = Phase::kClosed;
   StopTimer();
+  in_.StopWaiting();
   out_.Stop();
   stream_.expires_never();
   return stream_.release_socket();

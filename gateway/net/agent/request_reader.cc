@@ -44,18 +44,52 @@ void RequestReader::ReadNext() {
   // --idle_timeout, a new one only for --header_timeout.
   wait_ = Wait::kFirstBytes;
   const bool first = std::exchange(first_request_, false);
-  idle_timer_.expires_after(first ? timeouts_.header : timeouts_.idle);
-  idle_timer_.async_wait([this, first, owner = owner_.KeepAlive()](beast::error_code ec) {
-    if (!ec && wait_ == Wait::kFirstBytes) {
-      timed_out_ = first;
-      beast::error_code ignored;
-      stream_.socket().cancel(ignored);  // OnBytes: the peer is gone
-    }
-  });
+  WaitAtMost(first ? timeouts_.header : timeouts_.idle, first);
   if (first) {
     return AwaitFirstBytes();
   }
   ReadSome();  // nothing to do if the last call's watch is still reading
+}
+
+void RequestReader::WaitAtMost(std::chrono::milliseconds wait, bool first) {
+  // The timer is moved only when the deadline comes nearer. A kept-alive connection's deadline
+  // moves later at every request, so the timer armed for an earlier one fires first and waits
+  // on from there: no timer is armed and cancelled at each call (an allocation, the timer
+  // queue twice, and the cancelled wait's handler a turn of the loop later).
+  idle_deadline_ = std::chrono::steady_clock::now() + wait;
+  idle_first_ = first;
+  if (idle_armed_ && idle_timer_.expiry() <= idle_deadline_) {
+    return;
+  }
+  ArmIdleTimer();
+}
+
+void RequestReader::ArmIdleTimer() {
+  idle_armed_ = true;
+  idle_timer_.expires_at(idle_deadline_);
+  idle_timer_.async_wait([this, armed = ++idle_armings_,
+                          owner = owner_.KeepAlive()](beast::error_code ec) {
+    if (ec || armed != idle_armings_) {
+      return;  // cancelled (StopWaiting), or armed again since
+    }
+    idle_armed_ = false;
+    if (wait_ != Wait::kFirstBytes) {
+      return;  // a request is being read or answered: the next wait arms the timer again
+    }
+    if (std::chrono::steady_clock::now() < idle_deadline_) {
+      return ArmIdleTimer();  // the wait began after this timer was armed
+    }
+    timed_out_ = idle_first_;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);  // OnBytes: the peer is gone
+  });
+}
+
+void RequestReader::StopWaiting() {
+  if (std::exchange(idle_armed_, false)) {
+    ++idle_armings_;
+    idle_timer_.cancel();  // its handler holds the owner: let it go now
+  }
 }
 
 void RequestReader::AwaitFirstBytes() {
@@ -233,7 +267,6 @@ void RequestReader::OnBytes(beast::error_code ec, size_t bytes) {
       }
       return;
     case Wait::kFirstBytes:
-      idle_timer_.cancel();
       if (ec) {
         return owner_.OnPeerGone();  // gone, or idle too long
       }
@@ -251,7 +284,7 @@ void RequestReader::OnBytes(beast::error_code ec, size_t bytes) {
 }
 
 void RequestReader::Close() {
-  idle_timer_.cancel();
+  StopWaiting();
   if (read_in_flight_) {
     // The watch holds the read side: stop it; OnBytes closes.
     wait_ = Wait::kClosing;
@@ -263,22 +296,26 @@ void RequestReader::Close() {
   CloseLingering(stream_.socket(), owner_.KeepAlive());
 }
 
-std::optional<std::string> RequestReader::Header(http::field field) const {
-  const auto& req = parser_->get();
-  auto it = req.find(field);
+namespace {
+
+template <typename Key>
+std::optional<absl::string_view> Find(const RequestReader::Parser& parser, Key key) {
+  const auto& req = parser.get();
+  auto it = req.find(key);
   if (it == req.end()) {
     return std::nullopt;
   }
-  return std::string(it->value());
+  return absl::string_view(it->value().data(), it->value().size());
 }
 
-std::optional<std::string> RequestReader::Header(absl::string_view name) const {
-  const auto& req = parser_->get();
-  auto it = req.find(beast::string_view(name.data(), name.size()));
-  if (it == req.end()) {
-    return std::nullopt;
-  }
-  return std::string(it->value());
+}  // namespace
+
+std::optional<absl::string_view> RequestReader::Header(http::field field) const {
+  return Find(*parser_, field);
+}
+
+std::optional<absl::string_view> RequestReader::Header(absl::string_view name) const {
+  return Find(*parser_, beast::string_view(name.data(), name.size()));
 }
 
 std::optional<uint64_t> RequestReader::ContentLength() const {

@@ -72,11 +72,17 @@ class RequestReader {
   void ReleaseIdleBuffer();
   // The connection ends: once no read is in flight, CloseLingering.
   void Close();
+  // The wait for the next request's first bytes is over for good: the
+  // connection closes (Close) or is handed over (a tab's WebSocket, an SSE
+  // stream). The timer's handler, which holds the owner, goes at once.
+  void StopWaiting();
 
   Parser& parser() { return *parser_; }
   const Parser& parser() const { return *parser_; }
-  std::optional<std::string> Header(boost::beast::http::field field) const;
-  std::optional<std::string> Header(absl::string_view name) const;
+  // A header's value, kept by the parser until the next request is read
+  // (ReadNext): copy what must outlive it.
+  std::optional<absl::string_view> Header(boost::beast::http::field field) const;
+  std::optional<absl::string_view> Header(absl::string_view name) const;
   // The request's Content-Length, if it has one (Beast has checked it: one
   // number, or a list of equal ones).
   std::optional<uint64_t> ContentLength() const;
@@ -94,6 +100,10 @@ class RequestReader {
   // parse_first: the bytes were just read, in a handler of their own; what they hold goes on
   // from here, without a turn of the loop.
   void ReadHeaderBytes(bool parse_first);
+  // The next request's first bytes are due within wait (first: a new
+  // connection's, given up as timed out).
+  void WaitAtMost(std::chrono::milliseconds wait, bool first);
+  void ArmIdleTimer();
   void OnHeaderRead(boost::beast::error_code ec);
   void OnBodyRead(boost::beast::error_code ec);
   // Gives the parser what the buffer holds. True when it moved on (a header or body bytes taken,
@@ -120,6 +130,11 @@ class RequestReader {
   boost::beast::flat_buffer buffer_{kMaxBuffered};
   std::optional<Parser> parser_;
   boost::asio::steady_timer idle_timer_;
+  // When the wait for the next request's first bytes ends (WaitAtMost).
+  std::chrono::steady_clock::time_point idle_deadline_;
+  uint64_t idle_armings_ = 0;  // a handler of an earlier arming does nothing
+  bool idle_armed_ = false;
+  bool idle_first_ = false;
   std::chrono::steady_clock::time_point body_deadline_;
   Wait wait_ = Wait::kNone;
   bool read_in_flight_ = false;

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "gateway/core/keepalive_phase.h"
+#include "gateway/net/gathered_buffers.h"
 
 namespace relay::gateway {
 
@@ -110,10 +111,7 @@ void ResponseWriter::Enqueue(std::string bytes) {
 }
 
 void ResponseWriter::DoWrite() {
-  std::vector<asio::const_buffer> buffers;
-  for (const std::string& bytes : out_.StartWrite()) {
-    buffers.push_back(asio::buffer(bytes));
-  }
+  const std::vector<std::string>& strings = out_.StartWrite();
   write_moved_ = std::chrono::steady_clock::now();
   if (!watching_writes_) {
     WatchWrites();
@@ -127,10 +125,13 @@ void ResponseWriter::DoWrite() {
     }
     return asio::transfer_all()(ec, bytes);
   };
-  asio::async_write(socket_, buffers, std::move(moved),
-                    [this, owner = owner_.KeepAlive()](boost::system::error_code ec, size_t bytes) {
-                      OnWrite(ec, bytes);
-                    });
+  WithGatheredBuffers(strings, [&](const auto& buffers) {
+    asio::async_write(
+        socket_, buffers, std::move(moved),
+        [this, owner = owner_.KeepAlive()](boost::system::error_code ec, size_t bytes) {
+          OnWrite(ec, bytes);
+        });
+  });
 }
 
 void ResponseWriter::OnWrite(boost::system::error_code ec, size_t) {

@@ -1,8 +1,6 @@
 #include "gateway/net/tab/tab_writer.h"
 
-#include <algorithm>
 #include <utility>
-#include <vector>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
@@ -10,6 +8,7 @@
 
 #include "common/log.h"
 #include "gateway/core/ws_frame.h"
+#include "gateway/net/gathered_buffers.h"
 
 namespace relay::gateway {
 
@@ -79,17 +78,14 @@ void TabWriter::ScheduleWrite() {
 void TabWriter::DoWrite() {
   // The entries leave the outbox for the write: what is queued meanwhile may move the outbox's
   // storage, and a short string (a frame header) moves its bytes with it.
-  std::vector<asio::const_buffer> buffers;
-  buffers.reserve(std::min(outbox_.size(), kMaxWriteEntries));
   while (!outbox_.empty() && in_flight_.size() < kMaxWriteEntries) {
     in_flight_.push_back(std::move(outbox_.front()));
     outbox_.pop_front();
   }
-  for (size_t i = 0; i < in_flight_.size(); ++i) {
-    buffers.push_back(asio::buffer(in_flight_[i]));
-  }
-  asio::async_write(socket_, buffers, [this, owner = owner_.KeepAlive()](error_code ec, size_t) {
-    OnWrite(ec);
+  WithGatheredBuffers(in_flight_, [this](const auto& buffers) {
+    asio::async_write(socket_, buffers, [this, owner = owner_.KeepAlive()](error_code ec, size_t) {
+      OnWrite(ec);
+    });
   });
 }
 

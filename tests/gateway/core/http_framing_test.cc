@@ -1,5 +1,7 @@
 #include "gateway/core/http_framing.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace relay::gateway {
@@ -12,6 +14,21 @@ TEST(HttpFramingTest, AWholeResponse) {
   EXPECT_EQ(EncodeResponse(202, "application/json", "", "Mcp-Session-Id: s\r\n", false),
             "HTTP/1.1 202 Accepted\r\nServer: mcp-tab-relay\r\nMcp-Session-Id: s\r\n"
             "Content-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
+TEST(HttpFramingTest, AnAnswerIsSizedOnce) {
+  // Grown as it was written, an answer is copied as it grows and keeps up to
+  // as many bytes spare as it holds; sized once, no more than the fixed
+  // parts' reserve.
+  const std::string headers = "Mcp-Session-Id: " + std::string(64, 's') + "\r\n";
+  for (size_t body_bytes : {0, 100, 300, 10000}) {
+    const std::string body(body_bytes, 'x');
+    for (int status : {200, 431, 2147483647}) {
+      std::string answer = EncodeResponse(status, "application/json", body, headers, false);
+      EXPECT_EQ(answer.substr(answer.size() - body.size()), body);
+      EXPECT_LE(answer.capacity() - answer.size(), 128u) << status << " " << body_bytes;
+    }
+  }
 }
 
 TEST(HttpFramingTest, ReasonPhrases) {

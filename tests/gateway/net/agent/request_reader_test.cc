@@ -52,14 +52,13 @@ std::string Post(const std::string& target, const std::string& body) {
 using relay::testing::RunUntil;
 
 struct Connection {
-  Connection()
+  explicit Connection(std::chrono::milliseconds idle = std::chrono::seconds(10))
       : acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), client(io) {
     client.connect(acceptor.local_endpoint());
     tcp::socket accepted(io);
     acceptor.accept(accepted);
     server.emplace(std::move(accepted));
-    reader.emplace(*server, owner,
-                   RequestReader::Timeouts{std::chrono::seconds(10), std::chrono::seconds(10)});
+    reader.emplace(*server, owner, RequestReader::Timeouts{std::chrono::seconds(10), idle});
     owner.reader = &*reader;
   }
   ~Connection() {
@@ -99,6 +98,55 @@ TEST(RequestReader, HeaderAndBodyReadTogetherGoOnInTheReadsTurn) {
   }
   EXPECT_EQ(c.owner.events,
             (std::vector<std::string>{"header /mcp", R"(body {"jsonrpc":"2.0"})"}));
+}
+
+// Each request on a kept-alive connection is one handler: the read's. The wait for the
+// request's first bytes has a deadline, but its timer is not armed and cancelled at each call
+// (the cancelled wait was a handler of its own, a loop turn later, and an allocation).
+TEST(RequestReader, KeptAliveRequestsRunOneHandlerEach) {
+  Connection c;
+  c.FirstRequest();
+  c.io.restart();
+  c.io.poll();
+  for (int request = 0; request < 3; ++request) {
+    c.reader->ReadNext();
+    asio::write(c.client, asio::buffer(Post("/mcp", "{}")));
+    int handlers = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (c.owner.events.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+      c.io.restart();
+      handlers += static_cast<int>(c.io.run_one_for(std::chrono::milliseconds(100)));
+    }
+    c.io.restart();
+    handlers += static_cast<int>(c.io.poll());
+    EXPECT_EQ(c.owner.events, (std::vector<std::string>{"header /mcp", "body {}"}));
+    EXPECT_EQ(handlers, 1) << "request " << request;
+    c.owner.events.clear();
+  }
+}
+
+// The deadline still holds: a connection that keeps sending requests, each well within
+// --idle_timeout, is kept past it; one left idle is let go once it passes.
+TEST(RequestReader, IdleDeadlineMovesWithEachRequest) {
+  constexpr auto kIdle = std::chrono::milliseconds(1000);
+  Connection c(kIdle);
+  c.FirstRequest();
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < 2 * kIdle) {
+    c.reader->ReadNext();
+    c.io.restart();
+    c.io.run_for(kIdle / 5);  // the agent thinks a while
+    ASSERT_TRUE(c.owner.events.empty()) << c.owner.events.front();
+    asio::write(c.client, asio::buffer(Post("/mcp", "{}")));
+    ASSERT_TRUE(RunUntil(c.io, [&] { return c.owner.events.size() == 2; }));
+    c.owner.events.clear();
+  }
+  const auto idle_from = std::chrono::steady_clock::now();
+  c.reader->ReadNext();
+  ASSERT_TRUE(RunUntil(c.io, [&] { return !c.owner.events.empty(); }));
+  EXPECT_EQ(c.owner.events, std::vector<std::string>{"gone"});
+  EXPECT_GE(std::chrono::steady_clock::now() - idle_from, kIdle);
+  EXPECT_FALSE(c.reader->TimedOut());  // a kept-alive connection's idle end is no timeout
 }
 
 // A body that comes after its header is waited for.
