@@ -36,6 +36,9 @@ class RecordingOwner : public ReaderOwner {
   void OnBodyTooLarge() override { events.push_back("413"); }
   void OnPeerGone() override { events.push_back("gone"); }
 
+  // How many hold the owner: this one, and each pending read or timer of the reader.
+  long holders() const { return alive_.use_count(); }
+
   RequestReader* reader = nullptr;
   uint64_t body_limit = 1 << 20;
   std::vector<std::string> events;
@@ -147,6 +150,22 @@ TEST(RequestReader, IdleDeadlineMovesWithEachRequest) {
   EXPECT_EQ(c.owner.events, std::vector<std::string>{"gone"});
   EXPECT_GE(std::chrono::steady_clock::now() - idle_from, kIdle);
   EXPECT_FALSE(c.reader->TimedOut());  // a kept-alive connection's idle end is no timeout
+}
+
+// A connection handed over (a tab's WebSocket, a GET stream) leaves the reader right after the
+// header: the wait's timer, armed for the header's deadline, must not hold the session (and so
+// its new owner's slot and memory) until that deadline passes.
+TEST(RequestReader, StopWaitingLetsTheOwnerGoAtOnce) {
+  Connection c;
+  c.reader->ReadNext();
+  asio::write(c.client, asio::buffer(std::string("GET /ws HTTP/1.1\r\nHost: relay\r\n\r\n")));
+  ASSERT_TRUE(RunUntil(c.io, [&] { return !c.owner.events.empty(); }));
+  EXPECT_EQ(c.owner.events, std::vector<std::string>{"header /ws"});
+  ASSERT_GT(c.owner.holders(), 1);  // the timer's handler
+  c.reader->StopWaiting();
+  c.io.restart();
+  c.io.poll();
+  EXPECT_EQ(c.owner.holders(), 1);
 }
 
 // A body that comes after its header is waited for.
