@@ -21,7 +21,11 @@ if [[ -f build/containers-last.json ]]; then
 fi
 
 echo "test: building the services with ASan and UBSan into build-asan/"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON >/dev/null
+# -O1 -g1 and unity sources: what the sanitizers check is the same, and the build from nothing
+# takes half the time (19.5 -> 9.4 minutes on two cores; docs/decisions.md "Fuzzing and
+# sanitizers in the test command"). -g1 keeps the line tables the reports' stacks are read with.
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON \
+  '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG' -DCMAKE_UNITY_BUILD=ON >/dev/null
 # Unit tests whose failure is memory misuse that only the sanitizers see run here too.
 if ! cmake --build build-asan -j2 --target relay-gateway relay-router relay-authsvc relayctl \
     gateway_tab_writer_test gateway_tab_reader_test gateway_close_lingering_test gateway_request_reader_test gateway_lasting_calls_test common_link_endpoint_test common_link_socket_test relay_in_process_test \
