@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole relay on loopback for a person to try: the reference host API with a
 # demo account and its editor page, authsvc, the router and one gateway. Ctrl-C stops it all.
-#   scripts/run.sh     (ports: RELAY_DEMO_HOSTAPI_PORT=8000, RELAY_DEMO_GATEWAY_PORT=8080)
+#   scripts/run.sh     (ports: RELAY_DEMO_HOSTAPI_PORT=8000, RELAY_DEMO_GATEWAY_PORT=8080;
+#                       its secrets and logs: RELAY_DEMO_STATE=.run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -13,8 +14,10 @@ router_port=${RELAY_DEMO_ROUTER_PORT:-7001}
 link_port=${RELAY_DEMO_ROUTER_LINK_PORT:-7003}
 auth_port=${RELAY_DEMO_AUTHSVC_PORT:-7002}
 auth_ops_port=${RELAY_DEMO_AUTHSVC_METRICS_PORT:-9102}
-state="$root/.run"                     # secrets and demo data, mode 0700, git-ignored
+state=${RELAY_DEMO_STATE:-$root/.run}  # secrets and demo data, mode 0700 (.run is git-ignored)
 mkdir -p "$state" && chmod 700 "$state"
+state=$(cd "$state" && pwd)
+shown=${state#"$root"/}                # as the printed lines name it: from the checkout if inside it
 export HOSTAPI_DATA="$state/hostapi-data" HOSTAPI_RELAY_KEY_FILE="$state/relay.key"
 [[ -s "$state/relay.key" ]] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/relay.key")
 [[ -s "$state/session.secret" ]] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/session.secret")
@@ -38,7 +41,7 @@ stop() {
 }
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
-start() {  # start NAME CMD...: its own process group, logs under .run/NAME.log
+start() {  # start NAME CMD...: its own process group, logs under $state/NAME.log
   local name=$1; shift
   setsid "$@" >"$state/$name.log" 2>&1 &
   pids+=($!)
@@ -72,7 +75,7 @@ for s in relay-authsvc relay-router relay-gateway; do wait_listening "$state/$s.
 token=$(hostapi/bin/hostapi token:mint demo "demo $(date +%F)" 2>/dev/null)
 cat <<MSG
 
-  The relay is running (logs in .run/*.log).
+  The relay is running (logs in $shown/*.log).
 
   MCP URL:      http://127.0.0.1:$gw_port/mcp
   Agent token:  $token   (account "demo"; shown once, revocable in the editor)
@@ -86,10 +89,10 @@ cat <<MSG
   log in as demo / $password and switch "Let an AI agent work in this tab" on.
 
   Look at it as an operator (mutual TLS, the operator's certificate):
-    RELAY_GRPC_TLS_CA=.run/tls/ca.pem RELAY_GRPC_TLS_CERT=.run/tls/operator.pem \\
-    RELAY_GRPC_TLS_KEY=.run/tls/operator.key build/bin/relayctl --router=127.0.0.1:$router_port tabs
+    RELAY_GRPC_TLS_CA=$shown/tls/ca.pem RELAY_GRPC_TLS_CERT=$shown/tls/operator.pem \\
+    RELAY_GRPC_TLS_KEY=$shown/tls/operator.key build/bin/relayctl --router=127.0.0.1:$router_port tabs
 
   Ctrl-C stops everything.
 MSG
 wait -n "${pids[@]}" || true
-echo "a service exited; see .run/*.log"
+echo "a service exited; see $shown/*.log"
