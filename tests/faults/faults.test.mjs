@@ -140,6 +140,12 @@ after(async () => {
     if (relay) {
       topo.healAll();
       await relay.stopAll();
+      // What the services said as they stopped (LeakSanitizer reports at exit, under build-asan/).
+      const atExit = relay.sanitizerReports();
+      if (atExit.length) {
+        failed = true;
+        throw new Error(`a sanitizer report as the services stopped:\n${atExit.join('\n')}`);
+      }
     }
   } finally {
     eventsFile.end();
