@@ -42,11 +42,13 @@ absl::string_view ReasonPhrase(int status) {
 }
 
 std::string EncodeResponse(int status, absl::string_view content_type, absl::string_view body,
-                           absl::string_view extra_headers, bool keep_alive) {
+                           absl::string_view extra_headers, bool keep_alive,
+                           int keep_alive_timeout_s) {
   // Sized once: an answer is one allocation, however its parts add up.
   // Past the parts' own bytes: the status line's, Server's, the names' and
-  // the CRLFs (90), the status's and the length's digits (at most 31).
-  constexpr size_t kFixedBytes = 128;
+  // the CRLFs (90), the status's and the length's digits (at most 31), and
+  // the Keep-Alive hint's (at most 33).
+  constexpr size_t kFixedBytes = 160;
   const absl::string_view reason = ReasonPhrase(status);
   std::string out;
   out.reserve(kFixedBytes + reason.size() + extra_headers.size() + content_type.size() +
@@ -56,8 +58,13 @@ std::string EncodeResponse(int status, absl::string_view content_type, absl::str
   if (!body.empty()) {
     absl::StrAppend(&out, "Content-Type: ", content_type, "\r\n");
   }
-  absl::StrAppend(&out, "Content-Length: ", body.size(), "\r\n",
-                  keep_alive ? "" : "Connection: close\r\n", "\r\n", body);
+  absl::StrAppend(&out, "Content-Length: ", body.size(), "\r\n");
+  if (!keep_alive) {
+    out.append("Connection: close\r\n");
+  } else if (keep_alive_timeout_s >= 0) {
+    absl::StrAppend(&out, "Keep-Alive: timeout=", keep_alive_timeout_s, "\r\n");
+  }
+  absl::StrAppend(&out, "\r\n", body);
   return out;
 }
 

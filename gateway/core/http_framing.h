@@ -18,9 +18,13 @@ namespace relay::gateway {
 absl::string_view ReasonPhrase(int status);
 
 // A whole response with a Content-Length body. extra_headers are
-// "Name: value\r\n" lines; keep_alive false adds "Connection: close".
+// "Name: value\r\n" lines; keep_alive false adds "Connection: close", true
+// with keep_alive_timeout_s >= 0 adds "Keep-Alive: timeout=N": how long the
+// connection is kept idle, so that a client's pool lets it go first instead
+// of sending its next request as the gateway closes it.
 std::string EncodeResponse(int status, absl::string_view content_type, absl::string_view body,
-                           absl::string_view extra_headers, bool keep_alive);
+                           absl::string_view extra_headers, bool keep_alive,
+                           int keep_alive_timeout_s = -1);
 
 // {"error": message}: the body of the gateway's own refusals.
 std::string JsonErrorBody(absl::string_view message);

@@ -526,6 +526,9 @@ test('an idle keep-alive connection is closed after --idle_timeout', async () =>
   socket.on('data', (d) => { answered += d; });
   socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
   await waitUntil(async () => answered.includes('\r\n\r\nok'), 'the first answer');
+  // The answer says how long it is kept (--idle_timeout=2s), so that a client's pool (Node's
+  // fetch: a second before) lets it go before the gateway closes it.
+  assert.match(answered, /\r\nKeep-Alive: timeout=2\r\n/);
   // Kept alive after the answer, then closed once idle for 2 s (not left open for ever).
   assert.ok(!socket.destroyed);
   await socket.ended;

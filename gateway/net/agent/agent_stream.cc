@@ -23,6 +23,7 @@ AgentStream::AgentStream(asio::ip::tcp::socket&& socket, const StreamServices& s
       token_sha256_(std::move(token_sha256)), listen_(std::move(listen)),
       out_(socket_, *this, absl::ToChronoMilliseconds(services.options.sse_keepalive),
            MaxQueuedBytes(services.options),
+           absl::ToChronoMilliseconds(services.options.idle_timeout),
            absl::ToChronoMilliseconds(services.options.idle_timeout)) {}
 
 void AgentStream::Run(uint64_t last_event_id, uint64_t revocation_mark) {

@@ -43,7 +43,8 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, GatewayState& state)
           {absl::ToChronoMilliseconds(state.options.header_timeout),
            absl::ToChronoMilliseconds(state.options.idle_timeout)}),
       out_(stream_.socket(), *this, absl::ToChronoMilliseconds(state.options.sse_keepalive),
-           MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout)),
+           MaxQueuedBytes(state.options), absl::ToChronoMilliseconds(state.options.idle_timeout),
+           absl::ToChronoMilliseconds(state.options.idle_timeout)),
       lasting_(&LastingCalls::Of(stream_.get_executor())), timer_(stream_.get_executor()),
       round_timer_(stream_.get_executor()) {}
 

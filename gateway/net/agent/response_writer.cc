@@ -16,15 +16,19 @@ namespace asio = boost::asio;
 
 ResponseWriter::ResponseWriter(asio::ip::tcp::socket& socket, WriterOwner& owner,
                                std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
-                               std::chrono::milliseconds write_timeout)
+                               std::chrono::milliseconds write_timeout,
+                               std::chrono::milliseconds keep_alive_timeout)
     : socket_(socket), owner_(owner), sse_keepalive_(sse_keepalive), out_(max_queued_bytes),
       keepalive_timer_(socket.get_executor()), write_timeout_(write_timeout),
+      keep_alive_timeout_s_(static_cast<int>(
+          std::chrono::duration_cast<std::chrono::seconds>(keep_alive_timeout).count())),
       write_timer_(socket.get_executor()) {}
 
 void ResponseWriter::Respond(int status, absl::string_view content_type, absl::string_view body,
                              absl::string_view extra_headers, bool keep_alive) {
   then_ = keep_alive ? AfterResponse::kReadNext : AfterResponse::kClose;
-  Enqueue(EncodeResponse(status, content_type, body, extra_headers, keep_alive));
+  Enqueue(EncodeResponse(status, content_type, body, extra_headers, keep_alive,
+                         keep_alive_timeout_s_));
 }
 
 void ResponseWriter::Continue() { Enqueue(std::string("HTTP/1.1 100 Continue\r\n\r\n")); }

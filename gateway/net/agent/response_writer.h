@@ -39,10 +39,12 @@ class WriterOwner {
 class ResponseWriter {
  public:
   // A write that makes no headway for write_timeout (the client takes no
-  // bytes) ends the connection (OnWriteFailed).
+  // bytes) ends the connection (OnWriteFailed). keep_alive_timeout: how long
+  // the connection is kept idle after an answer, said in its Keep-Alive.
   ResponseWriter(boost::asio::ip::tcp::socket& socket, WriterOwner& owner,
                  std::chrono::milliseconds sse_keepalive, size_t max_queued_bytes,
-                 std::chrono::milliseconds write_timeout);
+                 std::chrono::milliseconds write_timeout,
+                 std::chrono::milliseconds keep_alive_timeout);
 
   // A whole response; once written, the owner reads the next request or closes.
   void Respond(int status, absl::string_view content_type, absl::string_view body,
@@ -75,6 +77,9 @@ class ResponseWriter {
   OutputQueue out_;
   boost::asio::steady_timer keepalive_timer_;
   const std::chrono::milliseconds write_timeout_;
+  // Whole seconds, rounded down: a client's pool lets the connection go
+  // before the gateway closes it (a second early, as Node's fetch does).
+  const int keep_alive_timeout_s_;
   boost::asio::steady_timer write_timer_;
   std::chrono::steady_clock::time_point write_moved_;
   bool watching_writes_ = false;

@@ -16,6 +16,21 @@ TEST(HttpFramingTest, AWholeResponse) {
             "Content-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
+TEST(HttpFramingTest, AKeptAliveAnswerSaysForHowLong) {
+  // A client's pool lets the connection go before the gateway's idle close,
+  // instead of sending its next request on it as it closes.
+  EXPECT_EQ(EncodeResponse(200, "text/plain", "ok\n", "", true, 120),
+            "HTTP/1.1 200 OK\r\nServer: mcp-tab-relay\r\nContent-Type: text/plain\r\n"
+            "Content-Length: 3\r\nKeep-Alive: timeout=120\r\n\r\nok\n");
+  // Under a second: 0, "do not count on it" (Node's fetch then reuses nothing).
+  EXPECT_NE(EncodeResponse(200, "text/plain", "ok\n", "", true, 0).find("Keep-Alive: timeout=0\r\n"),
+            std::string::npos);
+  // Closing: said so, and no hint.
+  const std::string closing = EncodeResponse(200, "text/plain", "ok\n", "", false, 120);
+  EXPECT_NE(closing.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_EQ(closing.find("Keep-Alive"), std::string::npos);
+}
+
 TEST(HttpFramingTest, AnAnswerIsSizedOnce) {
   // Grown as it was written, an answer is copied as it grows and keeps up to
   // as many bytes spare as it holds; sized once, no more than the fixed
@@ -24,9 +39,14 @@ TEST(HttpFramingTest, AnAnswerIsSizedOnce) {
   for (size_t body_bytes : {0, 100, 300, 10000}) {
     const std::string body(body_bytes, 'x');
     for (int status : {200, 431, 2147483647}) {
-      std::string answer = EncodeResponse(status, "application/json", body, headers, false);
-      EXPECT_EQ(answer.substr(answer.size() - body.size()), body);
-      EXPECT_LE(answer.capacity() - answer.size(), 128u) << status << " " << body_bytes;
+      for (bool keep_alive : {false, true}) {
+        std::string answer =
+            EncodeResponse(status, "application/json", body, headers, keep_alive, 2147483647);
+        EXPECT_EQ(answer.substr(answer.size() - body.size()), body);
+        // Never grown: what was reserved held it all, with no more spare than the fixed parts'.
+        EXPECT_LE(answer.capacity() - answer.size(), 160u) << status << " " << body_bytes;
+        EXPECT_LE(answer.size(), answer.capacity());
+      }
     }
   }
 }
