@@ -21,6 +21,20 @@ function statFields(pid) {
   }
 }
 
+// A command and its arguments, run on CPU cpu alone from its start when cpu is not null
+// (taskset execs the command: the pid is the command's).
+export const onCpu = (cpu, command, args) => (cpu === null ? [command, args] : ['taskset', ['-c', String(cpu), command, ...args]]);
+
+// Moves a running process, every thread of it, to the CPUs in list ("0", "1", "0,1"), and
+// checks that each thread took it: a thread the move missed would run where it liked.
+export function pin(pid, list) {
+  execFileSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' });
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1];
+    if (allowed !== list.replace(/^0,1$/, '0-1')) throw new Error(`thread ${tid} of ${pid} runs on CPUs ${allowed}, not ${list}`);
+  }
+}
+
 // CPU seconds (user + system) a process has used so far, from /proc.
 export function cpuSeconds(pid) {
   const fields = statFields(pid);
@@ -128,11 +142,12 @@ export const stallText = (p) => `sleeper woken ≥ 2 ms late ${p.stalls_2ms}× (
 // relay-loadgen against a system ({url, sid, token}; the token by standard input): open loop at
 // rate, or closed (each connection again once answered) with { closed: true }. sessions: many
 // [sid, token] pairs instead, a connection each.
-export async function openLoop(system, rate, loadSeconds, { connections = 64, closed = false, sessions = null } = {}) {
+// cpu: the generator runs on that CPU alone.
+export async function openLoop(system, rate, loadSeconds, { connections = 64, closed = false, sessions = null, cpu = null } = {}) {
   const headers = ['Accept: application/json, text/event-stream', 'MCP-Protocol-Version: 2025-11-25'];
   const line = ([sid, token]) => [...(sid ? [`Mcp-Session-Id: ${sid}`] : []), ...(token ? [`Authorization: Bearer ${token}`] : [])].join('|');
   const lines = sessions ?? [[system.sid, system.token]];
-  const { out } = await run(join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, `--connections=${sessions ? sessions.length : connections}`, `--body=${callBody}`, `--headers=${headers.join('|')}`, '--stdin_headers', ...(closed ? ['--closed'] : [])], {}, lines.map(line).join('\n') + '\n');
+  const { out } = await run(...onCpu(cpu, join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, `--connections=${sessions ? sessions.length : connections}`, `--body=${callBody}`, `--headers=${headers.join('|')}`, '--stdin_headers', ...(closed ? ['--closed'] : [])]), {}, lines.map(line).join('\n') + '\n');
   return JSON.parse(out.trim().split('\n').pop());
 }
 

@@ -9,7 +9,7 @@
 // again whenever the link comes back.
 import { join } from 'node:path';
 import { binDir, repoRoot, startProcess, startStack, tlsArgs, waitUntil } from '../tests/e2e/lib/stack.mjs';
-import { initialize, makeAccounts, node, nodeEnv, openLoop, rssKiB, startEchoTab, stallText } from './lib.mjs';
+import { cpuSeconds, initialize, makeAccounts, node, nodeEnv, onCpu, openLoop, pin, rssKiB, startEchoTab, stallText } from './lib.mjs';
 import { heldBy, mostConnections } from './connections.mjs';
 
 const kBarSeconds = 2;
@@ -28,15 +28,15 @@ async function routerTabs(router) {
 const kLinkGateways = 4;
 
 // Starts the holders of n tabs: real tab sockets over as many gateways as the descriptor limit
-// needs, or kLinkGateways relay-linkload processes on the shard's link port.
-async function announce(n, via, stack, holders, victim) {
+// needs, or kLinkGateways relay-linkload processes on the shard's link port (on CPU cpu).
+async function announce(n, via, stack, holders, victim, cpu) {
   if (via === 'links') {
     const per = Math.ceil(n / kLinkGateways);
     for (let g = 0; g < kLinkGateways; g++) {
       const tabs = Math.min(per, n - g * per);
-      holders.push(startProcess(`linkload ${g + 1}`, join(binDir, 'relay-linkload'), [
+      holders.push(startProcess(`linkload ${g + 1}`, ...onCpu(cpu, join(binDir, 'relay-linkload'), [
         `--link=127.0.0.1:${stack.routers[victim].linkPort}`, `--tabs=${tabs}`, `--prefix=l${g + 1}`,
-        `--gateway_id=linkload-${g + 1}`, ...tlsArgs('gateway')]));
+        `--gateway_id=linkload-${g + 1}`, ...tlsArgs('gateway')])));
     }
     return kLinkGateways;
   }
@@ -52,10 +52,25 @@ async function announce(n, via, stack, holders, victim) {
 }
 
 // With the link tool, a second shard serves one account's calls meanwhile: a trickle of
-// kTrickleRate calls/s through the same gateway to that account's tab, whose p99 before the
+// kTrickleRate calls/s through the real gateway to that account's tab, whose p99 before the
 // kill and across the rebuild says whether the storm reaches the other shards.
 const kTrickleRate = 200;
 const kTrickleSeconds = 4;
+
+// The trickle's gateway is a gateway like the link tools' stand-ins: it holds real tabs of its
+// own (relay-tabholder), as many as one fifth of n or its descriptors allow (BENCH_GATEWAY_TABS
+// to choose), about half of them on the shard that restarts. When that shard comes back the
+// gateway re-announces them on the threads that carry the trickle.
+const gatewayTabsFor = (n) => Number(process.env.BENCH_GATEWAY_TABS ?? Math.min(mostConnections() - 3, Math.ceil(n / (kLinkGateways + 1))));
+
+// Two CPUs stand in for two hosts (BENCH_PIN=0: both CPUs for everything, as before): the
+// restarted shard and the link tools (the other gateways) on CPU 1; the trickle's whole path
+// (its gateway, the other shard, its tab, the load generator) and the rest of the stack on CPU
+// 0. On one machine's two shared cores the rebuild takes the trickle's cores; in a deployment
+// it runs on other hosts, and what reaches the other shard is what its gateway does.
+const kPinned = process.env.BENCH_PIN !== '0';
+const kTrickleCpu = 0;
+const kRebuildCpu = 1;
 
 // The resident memory once it has settled: what a burst freed goes back to the system within
 // the heap trimmer's period (2 s, common/heap_trimmer.h), so the figure is taken when two
@@ -73,61 +88,89 @@ async function settledKiB(pid) {
 
 async function rebuild(n, via) {
   const links = via === 'links';
+  const pinned = links && kPinned;
+  // The bench itself watches the rebuild (it polls the restarted shard's gauge): CPU 1. What
+  // it starts inherits that, and is moved or started where it belongs.
+  if (pinned) pin(process.pid, String(kRebuildCpu));
   const stack = await startStack({ gateways: links ? 1 : Math.ceil(n / mostConnections()), routers: links ? 2 : 1, users: links ? ['bench'] : [] });
   const holders = [];
   try {
     let victim = 0;
     let system = null;
+    let gatewayTabs = 0;
+    const trickleCpu = pinned ? kTrickleCpu : null;
+    const rebuildCpu = pinned ? kRebuildCpu : null;
+    if (pinned) for (const proc of stack.procs) pin(proc.child.pid, String(kTrickleCpu));
     if (links) {
       const gw = stack.gateways[0];
-      holders.push(await startEchoTab('echo tab', gw.wsUrl, await stack.ticket('bench')));
+      const tab = await startEchoTab('echo tab', gw.wsUrl, await stack.ticket('bench'));
+      holders.push(tab);
+      if (pinned) pin(tab.child.pid, String(kTrickleCpu));
       const token = await stack.mintToken('bench');
       system = { url: gw.url, token, sid: await initialize(gw.url, token) };
       // The shard that does not hold bench's tab is the one rebuilt.
       await waitUntil(async () => (await routerTabs(stack.routers[0])) + (await routerTabs(stack.routers[1])) === 1, "bench's tab to be announced");
       victim = (await routerTabs(stack.routers[0])) === 1 ? 1 : 0;
+      if (pinned) pin(stack.routers[victim].child.pid, String(kRebuildCpu));
+      gatewayTabs = gatewayTabsFor(n);
+      if (gatewayTabs > 0) {
+        const tickets = makeAccounts(stack, gatewayTabs, 'g', { tokens: false }).map((a) => a.ticket);
+        const holder = startProcess('tabs on the trickle\'s gateway', ...onCpu(trickleCpu, join(binDir, 'relay-tabholder'), [`--url=${gw.url}`, '--batch=500']), { stdin: tickets.join('\n') + '\n\n' });
+        holders.push(holder);
+        await heldBy(holder);
+      }
     }
     const router = stack.routers[victim];
     const rest = rssKiB(router.child.pid);
     const started = Date.now();
-    const gateways = await announce(n, via, stack, holders, victim);
-    await waitUntil(async () => (await routerTabs(router)) === n, `the router to count ${n} tabs`, 120000);
+    const gateways = await announce(n, via, stack, holders, victim, rebuildCpu);
+    // Every tab counted by the two shards together; the restarted one must count its own again.
+    const all = n + (links ? gatewayTabs + 1 : 0);
+    await waitUntil(async () => (await routerTabs(router)) + (links ? await routerTabs(stack.routers[1 - victim]) : 0) === all, `the routers to count ${all} tabs`, 120000);
     const arrivedMs = Date.now() - started;
     const full = await settledKiB(router.child.pid);
+    const mine = await routerTabs(router);
 
     let before = null;
     let during = null;
     if (system) {
-      await openLoop(system, kTrickleRate, 1);  // warm the path
-      before = await openLoop(system, kTrickleRate, kTrickleSeconds);
-      during = openLoop(system, kTrickleRate, kTrickleSeconds);
+      await openLoop(system, kTrickleRate, 1, { cpu: trickleCpu });  // warm the path
+      before = await openLoop(system, kTrickleRate, kTrickleSeconds, { cpu: trickleCpu });
+      during = openLoop(system, kTrickleRate, kTrickleSeconds, { cpu: trickleCpu });
       await new Promise((r) => setTimeout(r, 500));  // the trickle runs before the kill too
     }
+    // The trickle's gateway's CPU from the kill until the shard is whole again: what its part of
+    // the rebuild (its link's end, the relink, its share re-announced) costs beside the trickle.
+    const gatewayCpu = system ? cpuSeconds(stack.gateways[0].child.pid) : 0;
     const killedAt = Date.now();
     await router.stop('SIGKILL');
-    const restarted = await stack.restartRouter(victim);
+    const restarted = await stack.restartRouter(victim, { cpu: rebuildCpu });
     const restartedAt = Date.now();
     let polls = 0;
-    await waitUntil(async () => { polls++; return (await routerTabs(restarted)) === n; }, `the restarted router to count ${n} tabs`, 120000);
+    await waitUntil(async () => { polls++; return (await routerTabs(restarted)) === mine; }, `the restarted router to count ${mine} tabs`, 120000);
     const routableAt = Date.now();
+    const gatewayCpuMs = system ? (cpuSeconds(stack.gateways[0].child.pid) - gatewayCpu) * 1000 : 0;
     const rebuilt = await settledKiB(restarted.child.pid);
-    return { n, gateways, arrivedMs, rest, full, rebuilt, fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, polls, before, during: await during };
+    return { n, mine, gatewayTabs, gatewayCpuMs, gateways, arrivedMs, rest, full, rebuilt, fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, polls, before, during: await during };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
     await stack.stop();
+    if (pinned) pin(process.pid, '0,1');
   }
 }
 
 export async function rebuilds(levels, via = 'tabs') {
   if (via !== 'tabs' && via !== 'links') throw new Error('--rebuild-via is tabs or links');
-  console.log(`a shard rebuilt from the gateways: N tabs, each of its own account, announced to one router ${via === 'links' ? 'by relay-linkload processes speaking the link as gateways would' : 'by real tab sockets through gateways'}; kill -9 of the router and its restart on the same ports\n`);
+  const links = via === 'links';
+  console.log(`a shard rebuilt from the gateways: N tabs, each of its own account, announced to one router ${links ? 'by relay-linkload processes speaking the link as gateways would' : 'by real tab sockets through gateways'}; kill -9 of the router and its restart on the same ports${links ? `. Meanwhile another shard carries a trickle through a real gateway, which holds real tabs of its own on both shards (BENCH_GATEWAY_TABS) and re-announces those of the restarted one${kPinned ? `; CPU ${kRebuildCpu} stands in for the restarted shard's and the link tools' hosts, CPU ${kTrickleCpu} for the trickle's (BENCH_PIN=0: not pinned)` : '; not pinned (BENCH_PIN=0)'}` : ''}\n`);
   for (const n of levels.map(Number)) {
     const r = await rebuild(n, via);
-    const perTab = (r.full - r.rest) / n;
-    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} ${via === 'links' ? 'link load process(es)' : 'gateway(s)'} (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
+    const perTab = (r.full - r.rest) / r.mine;
+    const gatewayText = r.gatewayTabs ? `, ${r.mine - n} of the real gateway's ${r.gatewayTabs}` : '';
+    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} ${links ? 'link load process(es)' : 'gateway(s)'}${gatewayText} (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
     if (r.before) {
       const ratio = r.during.p99_ms / r.before.p99_ms;
-      console.log(`        the other shard's calls (${kTrickleRate}/s, ${kTrickleSeconds} s each): p50 ${r.before.p50_ms.toFixed(2)} → ${r.during.p50_ms.toFixed(2)} ms, p99 ${r.before.p99_ms.toFixed(2)} → ${r.during.p99_ms.toFixed(2)} ms across the kill and rebuild (${ratio.toFixed(2)}×; during: ${stallText(r.during)})${r.during.errors || r.during.non200 ? `, ERRORS ${r.during.errors}, non-200 ${r.during.non200}` : ''}`);
+      console.log(`        the other shard's calls (${kTrickleRate}/s, ${kTrickleSeconds} s each): p50 ${r.before.p50_ms.toFixed(2)} → ${r.during.p50_ms.toFixed(2)} ms, p99 ${r.before.p99_ms.toFixed(2)} → ${r.during.p99_ms.toFixed(2)} ms across the kill and rebuild (${ratio.toFixed(2)}×; during: ${stallText(r.during)}); their gateway's CPU from the kill until the shard was whole: ${r.gatewayCpuMs.toFixed(0)} ms${r.during.errors || r.during.non200 ? `, ERRORS ${r.during.errors}, non-200 ${r.during.non200}` : ''}`);
     }
   }
 }

@@ -19,7 +19,8 @@ AgentStream::AgentStream(asio::ip::tcp::socket&& socket, const StreamServices& s
                          std::string session, std::string token_sha256,
                          std::optional<ListenFilter> listen)
     : socket_(std::move(socket)), services_(services), slot_(std::move(slot)),
-      account_(std::move(account)), role_(std::move(role)), session_(std::move(session)),
+      account_(std::move(account)), shard_(services.router.ShardOf(account_)),
+      role_(std::move(role)), session_(std::move(session)),
       token_sha256_(std::move(token_sha256)), listen_(std::move(listen)),
       out_(socket_, *this, absl::ToChronoMilliseconds(services.options.sse_keepalive),
            MaxQueuedBytes(services.options),
@@ -136,7 +137,7 @@ void AgentStream::PostReannounce(size_t shard) {
   GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
     if (!self->ending_ && self->stream_id_ != 0 &&
         !self->services_.ended.Contains(self->session_) &&
-        self->services_.router.ShardOf(self->account_) == shard) {
+        self->shard_ == shard) {
       self->AnnounceSubscriptions();
       self->services_.router.Send(
           self->account_,

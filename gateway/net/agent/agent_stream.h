@@ -47,6 +47,9 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   void PostNotice(std::string message);
   // The token's role (immutable: any thread).
   const std::string& role() const { return role_; }
+  // The router shard of its account (immutable: any thread), so that a link's
+  // fan-out skips the streams of other shards without a hand-over each.
+  size_t shard() const { return shard_; }
   // The link to shard came back: announce the stream again if its account is there.
   void PostReannounce(size_t shard);
   // The session was ended (DELETE): if this is its stream, it ends.
@@ -82,6 +85,7 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   const StreamServices& services_;
   ConnectionSlot slot_;
   const std::string account_;
+  const size_t shard_;
   const std::string role_;  // the token's: which catalogue changes this stream hears of
   const std::string session_;
   const std::string token_sha256_;

@@ -90,8 +90,11 @@ void RouterCommands::OnCommand(RouterCommand& command) {
 
 void RouterCommands::OnLinkDown(size_t shard) {
   link_downs_.Add();
+  GatheredPosts gathered;  // an item per tab: one hand-over per I/O thread, run in slices
   for (auto& tab : tabs_.Snapshot()) {
-    tab->PostLinkDown(shard);
+    if (tab->shard() == shard || tab->shard() == TabSession::kNoShard) {
+      tab->PostLinkDown(shard);  // which checks again, on its thread
+    }
   }
 }
 
@@ -99,11 +102,16 @@ void RouterCommands::OnLinkUp(size_t shard) {
   if (!ready_.load()) {
     return;  // still starting: there are no tabs or streams yet
   }
+  GatheredPosts gathered;  // an item per tab and stream: one hand-over per I/O thread, run in slices
   for (auto& tab : tabs_.Snapshot()) {
-    tab->PostReannounce(shard);
+    if (tab->shard() == shard || tab->shard() == TabSession::kNoShard) {
+      tab->PostReannounce(shard);  // which checks again, on its thread
+    }
   }
   for (auto& stream : streams_.Snapshot()) {
-    stream->PostReannounce(shard);
+    if (stream->shard() == shard) {
+      stream->PostReannounce(shard);
+    }
   }
 }
 

@@ -305,6 +305,7 @@ void TabSession::SendResume() {
 }
 
 void TabSession::Admit() {
+  shard_.store(services_.router.ShardOf(announcement_.account), std::memory_order_relaxed);
   phase_ = State::kAnnouncing;
   tab_id_ = services_.tabs.Add(weak_from_this());
   // Registered first, then asked: either the drain's list of tabs has this

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,6 +45,12 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void PostResponse(std::string tab_request_id, bool is_error, std::string payload);
   void PostLinkDown(size_t shard);
   void PostReannounce(size_t shard);
+  // The router shard of its account once that is known (it never changes
+  // after), kNoShard before; any thread. A link's fan-out skips the tabs of
+  // other shards without a hand-over each: with S shards a link that comes
+  // back touches a tab in S, not every tab of the gateway.
+  static constexpr size_t kNoShard = ~size_t{0};
+  size_t shard() const { return shard_.load(std::memory_order_relaxed); }
   // The gateway's drain: the tab answers the calls it has, takes no new one,
   // and is closed with 1001 once it has none.
   void PostDrain();
@@ -137,6 +144,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   uint64_t dropped_notifications_ = 0;
   bool cleaned_up_ = false;
   State phase_ = State::kAwaitingHello;
+  std::atomic<size_t> shard_{kNoShard};  // set once, on its thread: see shard()
   bool announced_ = false;
   bool counted_ = false;  // in the gateway's tab gauge
   bool draining_ = false;

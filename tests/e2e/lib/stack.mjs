@@ -256,6 +256,7 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     for (let i = 0; i < routers; i++) {
       const router = startProcess(`router${i}`, join(binDir, 'relay-router'), ['--listen=127.0.0.1:0', '--link_listen=127.0.0.1:0', '--metrics_listen=127.0.0.1:0', ...tlsArgs('router'), ...routerArgs]);
       stack.procs.push(router);
+      router.args = router.child.spawnargs.slice(1);
       router.port = await router.listeningPort();
       router.linkPort = Number((await router.waitForLine((l) => /"msg":"links listening".*"port":(\d+)/.exec(l), 'router link port'))[1]);
       const metrics = await router.waitForLine((l) => /"msg":"metrics listening".*"port":(\d+)/.exec(l), 'router metrics port');
@@ -304,12 +305,16 @@ export async function startStack({ gateways = 1, routers = 1, users = ['alice', 
     return gateway;
   };
 
-  // Starts router i again, with its arguments, on its ports (after a kill or a stop).
-  stack.restartRouter = async (i) => {
+  // Starts router i again, with its arguments, on its ports (after a kill or a stop); with
+  // cpu, on that CPU alone from its first instruction (taskset execs the router, same pid).
+  stack.restartRouter = async (i, { cpu = null } = {}) => {
     const old = stack.routers[i];
-    const args = old.child.spawnargs.slice(1).map((a) => a.startsWith('--listen=') ? `--listen=127.0.0.1:${old.port}`
+    const args = old.args.map((a) => a.startsWith('--listen=') ? `--listen=127.0.0.1:${old.port}`
       : a.startsWith('--link_listen=') ? `--link_listen=127.0.0.1:${old.linkPort}` : a);
-    const router = startProcess(`${old.name}b`, join(binDir, 'relay-router'), args);
+    const binary = join(binDir, 'relay-router');
+    const router = cpu === null ? startProcess(`${old.name}b`, binary, args)
+      : startProcess(`${old.name}b`, 'taskset', ['-c', String(cpu), binary, ...args]);
+    router.args = args;
     stack.procs.push(router);
     router.port = await router.listeningPort();
     router.linkPort = Number((await router.waitForLine((l) => /"msg":"links listening".*"port":(\d+)/.exec(l), 'router link port'))[1]);

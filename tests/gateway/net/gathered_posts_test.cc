@@ -1,24 +1,27 @@
 #include "gateway/net/gathered_posts.h"
 
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 namespace relay::gateway {
 namespace {
 
-TEST(GatheredPostsTest, WithoutAScopeEachPostIsAHandlerOfItsOwn) {
+TEST(GatheredPostsTest, WithoutAScopePostsGoAtOnceAndRunInTheirOrder) {
   boost::asio::io_context io;
   std::vector<int> ran;
   GatheredPosts::Post(io.get_executor(), [&] { ran.push_back(1); });
   GatheredPosts::Post(io.get_executor(), [&] { ran.push_back(2); });
+  // The second joins the first's turn: one handler runs both.
   EXPECT_EQ(io.poll_one(), 1u);
-  EXPECT_EQ(ran, (std::vector<int>{1}));
-  io.poll();
   EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  EXPECT_EQ(io.poll(), 0u);  // and found nothing more
 }
 
 TEST(GatheredPostsTest, AScopeSendsOneHandlerPerThreadInOrderWhenItCloses) {
@@ -79,6 +82,92 @@ TEST(GatheredPostsTest, AnotherThreadsPostsAreNotHeldByThisThreadsScope) {
   other.join();
   EXPECT_EQ(io.poll(), 1u);
   EXPECT_EQ(ran, 1);
+}
+
+TEST(GatheredPostsTest, ALongBatchRunsInSlicesWithTheThreadsOtherWorkBetween) {
+  boost::asio::io_context io;
+  constexpr size_t kItems = 2 * GatheredPosts::kSlice + 44;  // a link back: an item per tab
+  std::vector<size_t> ran;
+  {
+    GatheredPosts scope;
+    for (size_t i = 0; i < kItems; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&ran, i] { ran.push_back(i); });
+    }
+  }
+  // A socket's read that completes meanwhile: a handler of the thread's own.
+  bool read = false;
+  boost::asio::post(io, [&] { read = true; });
+
+  EXPECT_EQ(io.poll_one(), 1u);
+  EXPECT_EQ(ran.size(), GatheredPosts::kSlice);
+  EXPECT_FALSE(read);
+  EXPECT_EQ(io.poll_one(), 1u);
+  EXPECT_TRUE(read);  // it did not wait for the whole batch
+  EXPECT_EQ(ran.size(), GatheredPosts::kSlice);
+  io.poll();
+  ASSERT_EQ(ran.size(), kItems);
+  for (size_t i = 0; i < kItems; ++i) {
+    EXPECT_EQ(ran[i], i);
+  }
+}
+
+TEST(GatheredPostsTest, WorkHandedOverDuringALongBatchRunsAfterIt) {
+  boost::asio::io_context io;
+  std::vector<std::string> ran;
+  {
+    GatheredPosts scope;
+    for (size_t i = 0; i < GatheredPosts::kSlice + 1; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("link up"); });
+    }
+  }
+  EXPECT_EQ(io.poll_one(), 1u);  // one slice: one item of the batch is left
+  // A command for a tab of that batch, handed over now, must not overtake the
+  // batch's item for the same tab.
+  GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("command"); });
+  { GatheredPosts next_batch; GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("batch"); }); }
+  io.poll();
+  ASSERT_EQ(ran.size(), GatheredPosts::kSlice + 3);
+  EXPECT_EQ(ran[GatheredPosts::kSlice], "link up");
+  EXPECT_EQ(ran[GatheredPosts::kSlice + 1], "command");
+  EXPECT_EQ(ran[GatheredPosts::kSlice + 2], "batch");
+}
+
+TEST(GatheredPostsTest, ManyThreadsHandingOverKeepEachOnesOrder) {
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  constexpr int kThreads = 4;
+  constexpr int kEach = 5000;
+  std::vector<std::vector<int>> seen(kThreads);  // touched on io's thread alone
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        if (i % 7 == 0) {
+          GatheredPosts scope;  // some in batches, some alone
+          GatheredPosts::Post(io.get_executor(), [&, t, i] { seen[t].push_back(i); });
+          GatheredPosts::Post(io.get_executor(), [&, t, i] { seen[t].push_back(i + 1); });
+          ++i;
+        } else {
+          GatheredPosts::Post(io.get_executor(), [&, t, i] { seen[t].push_back(i); });
+        }
+      }
+    });
+  }
+  for (auto& sender : senders) {
+    sender.join();
+  }
+  std::promise<void> drained;
+  GatheredPosts::Post(io.get_executor(), [&] { drained.set_value(); });
+  drained.get_future().wait();
+  guard.reset();
+  runner.join();
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(seen[t].size(), static_cast<size_t>(kEach)) << "thread " << t;
+    for (int i = 0; i < kEach; ++i) {
+      ASSERT_EQ(seen[t][i], i) << "thread " << t;
+    }
+  }
 }
 
 }  // namespace
