@@ -40,6 +40,21 @@ export function cpuSeconds(pid) {
   const fields = statFields(pid);
   return fields ? (Number(fields[11]) + Number(fields[12])) / 100 : 0;
 }
+// CPU milliseconds a process's live threads have run so far, from the scheduler's own
+// nanosecond count (/proc/PID/task/TID/schedstat): cpuSeconds' ticks are 10 ms, too coarse for
+// a burst of a hundred. A thread that has ended no longer counts.
+export function threadsCpuMs(pid) {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return ns / 1e6;
+}
+
 // Context switches a process's threads have made so far, from /proc: [voluntary (it slept),
 // involuntary (it was put off its core while it could still run)]. Each is a wake-up paid for;
 // on this paravirtualised machine one costs more than the work of a call (docs/performance.md).

@@ -9,7 +9,7 @@
 // again whenever the link comes back.
 import { join } from 'node:path';
 import { binDir, repoRoot, startProcess, startStack, tlsArgs, waitUntil } from '../tests/e2e/lib/stack.mjs';
-import { cpuSeconds, initialize, makeAccounts, node, nodeEnv, onCpu, openLoop, pin, rssKiB, startEchoTab, stallText } from './lib.mjs';
+import { initialize, makeAccounts, node, nodeEnv, onCpu, openLoop, pin, rssKiB, startEchoTab, stallText, threadsCpuMs } from './lib.mjs';
 import { heldBy, mostConnections } from './connections.mjs';
 
 const kBarSeconds = 2;
@@ -69,6 +69,8 @@ const gatewayTabsFor = (n) => Number(process.env.BENCH_GATEWAY_TABS ?? Math.min(
 // 0. On one machine's two shared cores the rebuild takes the trickle's cores; in a deployment
 // it runs on other hosts, and what reaches the other shard is what its gateway does.
 const kPinned = process.env.BENCH_PIN !== '0';
+const kRounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const median = (values) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)];
 const kTrickleCpu = 0;
 const kRebuildCpu = 1;
 
@@ -131,27 +133,37 @@ async function rebuild(n, via) {
     const full = await settledKiB(router.child.pid);
     const mine = await routerTabs(router);
 
-    let before = null;
-    let during = null;
-    if (system) {
-      await openLoop(system, kTrickleRate, 1, { cpu: trickleCpu });  // warm the path
-      before = await openLoop(system, kTrickleRate, kTrickleSeconds, { cpu: trickleCpu });
-      during = openLoop(system, kTrickleRate, kTrickleSeconds, { cpu: trickleCpu });
-      await new Promise((r) => setTimeout(r, 500));  // the trickle runs before the kill too
+    // Rounds of kill and restart on the same stack (with the trickle: kRounds, without: one); the
+    // other shard's p99 is judged on the median round, as a single minute here can double it.
+    const rounds = [];
+    let current = router;
+    for (let round = 0; round < (system ? kRounds : 1); round++) {
+      let before = null;
+      let during = null;
+      let quietMs = 0;
+      if (system) {
+        await openLoop(system, kTrickleRate, 1, { cpu: trickleCpu });  // warm the path
+        const quiet = threadsCpuMs(stack.gateways[0].child.pid);
+        before = await openLoop(system, kTrickleRate, kTrickleSeconds, { cpu: trickleCpu });
+        quietMs = (threadsCpuMs(stack.gateways[0].child.pid) - quiet) / kTrickleSeconds;
+        during = openLoop(system, kTrickleRate, kTrickleSeconds, { cpu: trickleCpu });
+        await new Promise((r) => setTimeout(r, 500));  // the trickle runs before the kill too
+      }
+      // The trickle's gateway's CPU from the kill until the shard is whole again: its part of the
+      // rebuild (its link's end, the relink, its share re-announced) beside the trickle and the
+      // tabs' keep-alives, which quietMs (a second's worth, before) counts alone.
+      const gatewayCpu = system ? threadsCpuMs(stack.gateways[0].child.pid) : 0;
+      const killedAt = Date.now();
+      await current.stop('SIGKILL');
+      current = await stack.restartRouter(victim, { cpu: rebuildCpu });
+      const restartedAt = Date.now();
+      await waitUntil(async () => (await routerTabs(current)) === mine, `the restarted router to count ${mine} tabs`, 120000);
+      const routableAt = Date.now();
+      const gatewayCpuMs = system ? threadsCpuMs(stack.gateways[0].child.pid) - gatewayCpu : 0;
+      rounds.push({ fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, gatewayCpuMs, quietMs: quietMs * (routableAt - killedAt) / 1000, before, during: await during });
     }
-    // The trickle's gateway's CPU from the kill until the shard is whole again: what its part of
-    // the rebuild (its link's end, the relink, its share re-announced) costs beside the trickle.
-    const gatewayCpu = system ? cpuSeconds(stack.gateways[0].child.pid) : 0;
-    const killedAt = Date.now();
-    await router.stop('SIGKILL');
-    const restarted = await stack.restartRouter(victim, { cpu: rebuildCpu });
-    const restartedAt = Date.now();
-    let polls = 0;
-    await waitUntil(async () => { polls++; return (await routerTabs(restarted)) === mine; }, `the restarted router to count ${mine} tabs`, 120000);
-    const routableAt = Date.now();
-    const gatewayCpuMs = system ? (cpuSeconds(stack.gateways[0].child.pid) - gatewayCpu) * 1000 : 0;
-    const rebuilt = await settledKiB(restarted.child.pid);
-    return { n, mine, gatewayTabs, gatewayCpuMs, gateways, arrivedMs, rest, full, rebuilt, fromKill: routableAt - killedAt, fromRestart: routableAt - restartedAt, polls, before, during: await during };
+    const rebuilt = await settledKiB(current.child.pid);
+    return { n, mine, gatewayTabs, gateways, arrivedMs, rest, full, rebuilt, rounds };
   } finally {
     await Promise.all(holders.map((h) => h.stop()));
     await stack.stop();
@@ -167,10 +179,17 @@ export async function rebuilds(levels, via = 'tabs') {
     const r = await rebuild(n, via);
     const perTab = (r.full - r.rest) / r.mine;
     const gatewayText = r.gatewayTabs ? `, ${r.mine - n} of the real gateway's ${r.gatewayTabs}` : '';
-    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} ${links ? 'link load process(es)' : 'gateway(s)'}${gatewayText} (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${(r.fromRestart / 1000).toFixed(2)} s after the restart [bar ≤ ${kBarSeconds}: ${r.fromRestart / 1000 <= kBarSeconds ? 'met' : 'NOT MET'}] (${(r.fromKill / 1000).toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
-    if (r.before) {
-      const ratio = r.during.p99_ms / r.before.p99_ms;
-      console.log(`        the other shard's calls (${kTrickleRate}/s, ${kTrickleSeconds} s each): p50 ${r.before.p50_ms.toFixed(2)} → ${r.during.p50_ms.toFixed(2)} ms, p99 ${r.before.p99_ms.toFixed(2)} → ${r.during.p99_ms.toFixed(2)} ms across the kill and rebuild (${ratio.toFixed(2)}×; during: ${stallText(r.during)}); their gateway's CPU from the kill until the shard was whole: ${r.gatewayCpuMs.toFixed(0)} ms${r.during.errors || r.during.non200 ? `, ERRORS ${r.during.errors}, non-200 ${r.during.non200}` : ''}`);
+    const fromRestart = median(r.rounds.map((x) => x.fromRestart)) / 1000;
+    const fromKill = median(r.rounds.map((x) => x.fromKill)) / 1000;
+    const each = r.rounds.length > 1 ? ` (median of ${r.rounds.length} restarts: ${r.rounds.map((x) => (x.fromRestart / 1000).toFixed(2)).join(', ')})` : '';
+    console.log(`${String(n).padStart(6)} tabs on ${r.gateways} ${links ? 'link load process(es)' : 'gateway(s)'}${gatewayText} (arrived in ${(r.arrivedMs / 1000).toFixed(1)} s): every tab routable again ${fromRestart.toFixed(2)} s after the restart${each} [bar ≤ ${kBarSeconds}: ${fromRestart <= kBarSeconds ? 'met' : 'NOT MET'}] (${fromKill.toFixed(2)} s after the kill); router ${(r.rest / 1024).toFixed(1)} → ${(r.full / 1024).toFixed(1)} MiB, ${perTab.toFixed(2)} KiB per tab [bar ≤ ${kBarKiB}: ${perTab <= kBarKiB ? 'met' : 'NOT MET'}], ${(r.rebuilt / 1024).toFixed(1)} MiB once rebuilt`);
+    if (!r.rounds[0].before) continue;
+    console.log(`        the other shard's calls (${kTrickleRate}/s, ${kTrickleSeconds} s before the kill, and ${kTrickleSeconds} s across it and the rebuild):`);
+    for (const x of r.rounds) {
+      console.log(`          p50 ${x.before.p50_ms.toFixed(2)} → ${x.during.p50_ms.toFixed(2)} ms, p99 ${x.before.p99_ms.toFixed(2)} → ${x.during.p99_ms.toFixed(2)} ms (${(x.during.p99_ms / x.before.p99_ms).toFixed(2)}×; during: ${stallText(x.during)}); their gateway's CPU from the kill until the shard was whole ${x.gatewayCpuMs.toFixed(0)} ms (${x.quietMs.toFixed(0)} ms in as long before: keep-alives, the trickle)${x.during.errors || x.during.non200 ? `, ERRORS ${x.during.errors}, non-200 ${x.during.non200}` : ''}`);
     }
+    const ratio = median(r.rounds.map((x) => x.during.p99_ms / x.before.p99_ms));
+    const added = median(r.rounds.map((x) => x.gatewayCpuMs - x.quietMs));
+    console.log(`          median: p99 ${ratio.toFixed(2)}× across the rebuild [issue 29: unchanged]; the rebuild's own CPU in their gateway ${added.toFixed(0)} ms${r.mine > n ? `, ${(added * 1000 / (r.mine - n)).toFixed(1)} µs per tab it re-announced` : ''}`);
   }
 }

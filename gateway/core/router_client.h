@@ -73,8 +73,11 @@ struct ForwardRequest {
 class CallWaiter {
  public:
   virtual ~CallWaiter() = default;
-  // A message of the tab for the agent before the answer (JSON-RPC text).
-  virtual void OnCallEvent(std::string message) = 0;
+  // A message of the tab for the agent before the answer (JSON-RPC text), of
+  // the call Forward returned call_ref for: a waiter that forwards one call
+  // after another drops the events of a call it no longer waits for (parked,
+  // or cancelled), which may reach it after it moved on.
+  virtual void OnCallEvent(uint64_t call_ref, std::string message) = 0;
   // Exactly once, last.
   virtual void OnCallDone(ForwardOutcome outcome) = 0;
 };

@@ -94,6 +94,7 @@ relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab) 
   up->set_client_version(tab.client_version);
   up->set_generation(tab.generation);
   up->set_resumed_at(tab.resumed_at);
+  up->set_live(tab.live);
   return event;
 }
 

@@ -42,6 +42,8 @@ struct TabAnnouncement {
   // When a tab that came back with its resume credential was admitted (Unix µs, this
   // gateway's clock; 0 for a ticket): of one generation, the latest connection holds.
   uint64_t resumed_at = 0;
+  // Accepted before: a re-announcement, which the router takes without an answer.
+  bool live = false;
 };
 // A tab is up (after its ticket was redeemed, and again after a link came back), and gone.
 relay::v1::GatewayEvent TabUpEvent(uint64_t tab_id, const TabAnnouncement& tab);

@@ -62,7 +62,7 @@ class Mailbox final : public asio::execution_context::service {
   // current_ and next_ are its alone.
   void Drain() {
     for (size_t budget = GatheredPosts::kSlice; budget > 0; --budget) {
-      if (next_ == current_.size()) {
+      while (next_ == current_.size()) {  // (a batch is never empty; if it were, the next)
         Work done;  // freed, outside the lock: a re-announcement's batch is large
         done.swap(current_);
         next_ = 0;
@@ -105,13 +105,16 @@ GatheredPosts::~GatheredPosts() {
   }
 }
 
+void GatheredPosts::PostNow(const asio::any_io_executor& executor, absl::AnyInvocable<void()> fn) {
+  Work work;
+  work.push_back(std::move(fn));
+  MailboxOf(executor).Append(executor, std::move(work));
+}
+
 void GatheredPosts::Post(const asio::any_io_executor& executor, absl::AnyInvocable<void()> fn) {
   GatheredPosts* open = open_posts;
   if (open == nullptr) {
-    Work work;
-    work.push_back(std::move(fn));
-    MailboxOf(executor).Append(executor, std::move(work));
-    return;
+    return PostNow(executor, std::move(fn));
   }
   // One I/O thread per io_context: gathered by the context the executor runs on.
   auto& context = asio::query(executor, asio::execution::context);

@@ -33,6 +33,11 @@ class GatheredPosts {
   // before it: at the end of the open GatheredPosts of the calling thread, or
   // at once when none is open. One I/O thread per io_context.
   static void Post(const boost::asio::any_io_executor& executor, absl::AnyInvocable<void()> fn);
+  // The same, but at once even while a GatheredPosts is open on this thread:
+  // for work that other work handed over meanwhile must not overtake (a
+  // call's event, which a cancel on the call's own thread may follow with
+  // the call's end before the batch is done).
+  static void PostNow(const boost::asio::any_io_executor& executor, absl::AnyInvocable<void()> fn);
 
  private:
   struct ForThread {

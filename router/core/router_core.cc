@@ -182,6 +182,9 @@ void RouterCore::OnTabUp(uint64_t link_id, const relay::v1::TabUp& up, Outbox& o
     displace->set_tab_id(displaced->ref.tab_id);
     displace->set_reason("another tab switched the agent on");
   }
+  if (up.live()) {
+    return;  // a re-announcement of a tab at work: nothing to accept
+  }
   auto* accepted = AddCommand(out, link_id).mutable_tab_accepted();
   accepted->set_tab_id(up.tab_id());
   accepted->set_agents(sessions_.AgentCount(up.account(), absl::Now()));

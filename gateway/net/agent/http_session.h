@@ -45,7 +45,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession>,
   void Run();
 
   // CallWaiter: any thread; posts to its I/O thread.
-  void OnCallEvent(std::string message) override;
+  void OnCallEvent(uint64_t call_ref, std::string message) override;
   void OnCallDone(ForwardOutcome outcome) override;
 
   // AgentAdmission::Owner, ReaderOwner and WriterOwner.

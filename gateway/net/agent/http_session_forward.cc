@@ -6,7 +6,6 @@
 #include <chrono>
 #include <utility>
 
-#include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -74,15 +73,24 @@ void HttpSession::CancelCall(RouterClient::CancelReason reason) {
   }
 }
 
-void HttpSession::OnCallEvent(std::string message) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), message = std::move(message)]() mutable {
-    self->OnForwardEvent(std::move(message));
+void HttpSession::OnCallEvent(uint64_t call_ref, std::string message) {
+  // At once, under the router client's lock, through the thread's mailbox:
+  // before any end of the call handed over after it (a cancel's, from this
+  // session's own thread, or the batch's). A plain post could be overtaken by
+  // a drain of the mailbox queued before it.
+  GatheredPosts::PostNow(stream_.get_executor(), [self = shared_from_this(), call_ref,
+                                                  message = std::move(message)]() mutable {
+    // The mailbox runs its items between the thread's socket events: an event
+    // handed over just before its call was parked (or cancelled) may run once
+    // this connection forwards its next call. It is not that call's.
+    if (call_ref == self->call_ref_) {
+      self->OnForwardEvent(std::move(message));
+    }
   });
 }
 
 void HttpSession::OnCallDone(ForwardOutcome outcome) {
-  // Gathered with the rest of its link batch. (An event is posted at once,
-  // under the router client's lock: it must come before its call's end.)
+  // Gathered with the rest of its link batch (an event went at once, before it).
   GatheredPosts::Post(stream_.get_executor(),
                       [self = shared_from_this(), outcome = std::move(outcome)]() mutable {
     self->OnForwarded(std::move(outcome));

@@ -301,7 +301,7 @@ void RouterShard::OnCallEvent(relay::v1::CallEvent& event) {
   absl::MutexLock lock(&calls_mu_);
   auto it = calls_.find(event.call_ref());
   if (it != calls_.end()) {
-    it->second->OnCallEvent(std::move(*event.mutable_message()));
+    it->second->OnCallEvent(event.call_ref(), std::move(*event.mutable_message()));
   }
 }
 

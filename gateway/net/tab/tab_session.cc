@@ -332,6 +332,8 @@ void TabSession::Admit() {
 }
 
 void TabSession::Announce() {
+  // Re-announced once accepted: the router needs no acceptance to send back.
+  announcement_.live = phase_ == State::kLive;
   services_.router.Send(announcement_.account, TabUpEvent(tab_id_, announcement_));
 }
 

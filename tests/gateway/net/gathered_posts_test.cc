@@ -132,6 +132,23 @@ TEST(GatheredPostsTest, WorkHandedOverDuringALongBatchRunsAfterIt) {
   EXPECT_EQ(ran[GatheredPosts::kSlice + 2], "batch");
 }
 
+TEST(GatheredPostsTest, PostNowGoesAtOnceInsideAScopeAheadOfWhatFollows) {
+  boost::asio::io_context io;
+  std::vector<std::string> ran;
+  {
+    GatheredPosts batch;
+    GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("gathered"); });
+    // A call's event: at once, while the batch is still open...
+    GatheredPosts::PostNow(io.get_executor(), [&] { ran.push_back("event"); });
+    // ...so that the call's end, handed over from another thread's cancel
+    // before the batch is done, comes after it.
+    std::thread cancel([&] { GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("end"); }); });
+    cancel.join();
+  }
+  io.poll();
+  EXPECT_EQ(ran, (std::vector<std::string>{"event", "end", "gathered"}));
+}
+
 TEST(GatheredPostsTest, ManyThreadsHandingOverKeepEachOnesOrder) {
   boost::asio::io_context io;
   auto guard = boost::asio::make_work_guard(io);

@@ -272,6 +272,15 @@ TEST_F(RouterCoreTest, AShardRestartIsRebuiltFromTheReannouncement) {
   up.mutable_tab_up()->set_account("alice");
   restarted.Handle(7, up, now_, out);
   ASSERT_THAT(Of(out, RouterCommand::kTabAccepted), SizeIs(1));
+  // A tab that was at work before the restart is announced as live: routed
+  // as well, and not answered (its gateway would drop the acceptance).
+  out.clear();
+  GatewayEvent live;
+  live.mutable_tab_up()->set_tab_id(6);
+  live.mutable_tab_up()->set_account("bob");
+  live.mutable_tab_up()->set_live(true);
+  restarted.Handle(7, live, now_, out);
+  EXPECT_THAT(out, IsEmpty());
   // The old call's answer reaches nobody; a new call works.
   out.clear();
   GatewayEvent stale;
@@ -287,6 +296,13 @@ TEST_F(RouterCoreTest, AShardRestartIsRebuiltFromTheReannouncement) {
   ASSERT_THAT(out, SizeIs(1));
   EXPECT_EQ(out[0].link_id, 7u);
   EXPECT_EQ(out[0].command.deliver().call_id(), kFirstCall + 500000);
+  // And the live one is routed: bob's call goes to tab 6.
+  out.clear();
+  start.mutable_call_start()->set_call_ref(10);
+  start.mutable_call_start()->set_account("bob");
+  restarted.Handle(8, start, now_, out);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].command.deliver().tab_id(), 6u);
 }
 
 TEST_F(RouterCoreTest, TheAgentsCancellationByRequestIdReachesTheTab) {
