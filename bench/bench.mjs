@@ -34,7 +34,12 @@
 //   bench/run.sh --rebuild 10000,50000,100000 --rebuild-via links
 //                                  the same, the tabs announced by relay-linkload processes that
 //                                  speak the link as four gateways would (past the descriptor
-//                                  limit that real tab sockets meet here)
+//                                  limit that real tab sockets meet here); meanwhile a trickle
+//                                  of calls to another shard through a real gateway that holds
+//                                  real tabs of both shards (BENCH_GATEWAY_TABS) and re-announces
+//                                  its share; three restarts (BENCH_ROUNDS), the restarted shard
+//                                  and the link tools on CPU 1, the trickle's path on CPU 0
+//                                  (BENCH_PIN=0: unpinned)
 //   bench/run.sh --restart 2000,max
 //                                  N tabs through nginx on two gateways, kill -9 and restart of
 //                                  one: the time until every tab is routable again
