@@ -92,7 +92,7 @@ void RouterCommands::OnLinkDown(size_t shard) {
   link_downs_.Add();
   GatheredPosts gathered;  // an item per tab: one hand-over per I/O thread, run in slices
   for (auto& tab : tabs_.Snapshot()) {
-    if (tab->shard() == shard || tab->shard() == TabSession::kNoShard) {
+    if (tab->shard() == shard) {
       tab->PostLinkDown(shard);  // which checks again, on its thread
     }
   }
@@ -104,7 +104,7 @@ void RouterCommands::OnLinkUp(size_t shard) {
   }
   GatheredPosts gathered;  // an item per tab and stream: one hand-over per I/O thread, run in slices
   for (auto& tab : tabs_.Snapshot()) {
-    if (tab->shard() == shard || tab->shard() == TabSession::kNoShard) {
+    if (tab->shard() == shard) {
       tab->PostReannounce(shard);  // which checks again, on its thread
     }
   }

@@ -305,6 +305,7 @@ void TabSession::SendResume() {
 }
 
 void TabSession::Admit() {
+  // Before it is registered: every tab a fan-out finds knows its shard.
   shard_.store(services_.router.ShardOf(announcement_.account), std::memory_order_relaxed);
   phase_ = State::kAnnouncing;
   tab_id_ = services_.tabs.Add(weak_from_this());

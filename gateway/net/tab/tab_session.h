@@ -46,7 +46,7 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void PostLinkDown(size_t shard);
   void PostReannounce(size_t shard);
   // The router shard of its account once that is known (it never changes
-  // after), kNoShard before; any thread. A link's fan-out skips the tabs of
+  // after; set before the tab is registered), kNoShard before; any thread. A link's fan-out skips the tabs of
   // other shards without a hand-over each: with S shards a link that comes
   // back touches a tab in S, not every tab of the gateway.
   static constexpr size_t kNoShard = ~size_t{0};

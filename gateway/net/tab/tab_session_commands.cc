@@ -97,7 +97,7 @@ void TabSession::PostDisplace(std::string reason) {
 
 void TabSession::PostLinkDown(size_t shard) {
   GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
-    if (self->announced_ && self->services_.router.ShardOf(self->announcement_.account) == shard) {
+    if (self->announced_ && self->shard() == shard) {
       // The router failed these calls toward their agents, or is gone: the
       // agents will try again, so the tab must not go on with the first run.
       self->CancelAll("the relay lost its link to the editor's gateway; the agent may try again");
@@ -109,7 +109,7 @@ void TabSession::PostLinkDown(size_t shard) {
 void TabSession::PostReannounce(size_t shard) {
   GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
     if (self->announced_ && self->phase_ != State::kClosing &&
-        self->services_.router.ShardOf(self->announcement_.account) == shard) {
+        self->shard() == shard) {
       self->Announce();
     }
   });
