@@ -287,6 +287,12 @@ bool Gateway::Drain() {
                      {"tabs", static_cast<int64_t>(p.tabs.size())}});
     p.router->CancelAll(RouterClient::CancelReason::kShutdown);
   }
+  // A call leaves CallsInFlight when the links' thread takes its outcome; its
+  // answer is written once the agent's I/O thread runs the hand-over, which
+  // may still wait in that thread's mailbox (or in the links' batch under
+  // way). Without this, a gateway with no tabs or streams left could exit
+  // with an answered call's answer unwritten.
+  p.io.Settle(absl::Seconds(1));
   for (auto& tab : p.tabs.Snapshot()) {
     tab->PostGoingAway();
   }
@@ -299,10 +305,6 @@ bool Gateway::Drain() {
   wait_until(absl::Now() + absl::Seconds(1), [&p] {
     return p.tabs.size() == 0 && p.streams.size() == 0 && p.router->Flushed();
   });
-  if (!drained) {
-    // The error answers CancelAll posted are written on the I/O threads.
-    absl::SleepFor(absl::Milliseconds(100));
-  }
   common::LogInfo("stopped", {{"drained", drained}});
   return drained;
 }

@@ -1,5 +1,6 @@
 #include "gateway/net/gathered_posts.h"
 
+#include <algorithm>
 #include <deque>
 #include <utility>
 
@@ -21,19 +22,22 @@ using Work = std::vector<absl::AnyInvocable<void()>>;
 
 thread_local GatheredPosts* open_posts = nullptr;
 
+using Lane = GatheredPosts::Lane;
+
 // One per io_context (an Asio service, so it lives as long as the context).
 // Any thread appends; one drain handler at a time runs the work on the
-// context's thread, a slice per handler.
+// context's thread, a slice per handler: the calls' lane first, then the
+// fan-outs' in what is left of the slice (at least kFanOutFloor items).
 class Mailbox final : public asio::execution_context::service {
  public:
   static asio::execution_context::id id;
 
   explicit Mailbox(asio::execution_context& context) : service(context) {}
 
-  void Append(const asio::any_io_executor& executor, Work work) {
+  void Append(const asio::any_io_executor& executor, Work work, Lane lane) {
     {
       absl::MutexLock lock(&mu_);
-      batches_.push_back(std::move(work));
+      Of(lane).queued.push_back(std::move(work));
       if (draining_) {
         return;  // the drain under way takes it in turn
       }
@@ -46,46 +50,74 @@ class Mailbox final : public asio::execution_context::service {
   }
 
  private:
+  struct Queue {
+    std::deque<Work> queued;  // guarded by mu_
+    // The drain's alone (draining_ makes it the only one under way).
+    Work current;
+    size_t next = 0;
+
+    bool Exhausted() const { return next == current.size(); }
+  };
+
+  Queue& Of(Lane lane) { return lane == Lane::kCalls ? calls_ : fan_outs_; }
+
   void shutdown() override {
     // The context is going: its work is dropped with it, as its handlers are.
-    Work current = std::move(current_);
-    std::deque<Work> batches;
+    std::deque<Work> dropped[2];
+    Work current[2] = {std::move(calls_.current), std::move(fan_outs_.current)};
     absl::MutexLock lock(&mu_);
-    batches.swap(batches_);
+    dropped[0].swap(calls_.queued);
+    dropped[1].swap(fan_outs_.queued);
   }
 
   void PostDrain() {
     asio::post(executor_, [this] { Drain(); });
   }
 
-  // On the context's thread; draining_ makes it the only drain under way, so
-  // current_ and next_ are its alone.
+  // On the context's thread.
   void Drain() {
-    for (size_t budget = GatheredPosts::kSlice; budget > 0; --budget) {
-      while (next_ == current_.size()) {  // (a batch is never empty; if it were, the next)
-        Work done;  // freed, outside the lock: a re-announcement's batch is large
-        done.swap(current_);
-        next_ = 0;
-        absl::MutexLock lock(&mu_);
-        if (batches_.empty()) {
-          draining_ = false;
-          return;
-        }
-        current_ = std::move(batches_.front());
-        batches_.pop_front();
+    size_t ran = RunFrom(calls_, GatheredPosts::kSlice);
+    RunFrom(fan_outs_, std::max(GatheredPosts::kSlice - ran, GatheredPosts::kFanOutFloor));
+    {
+      absl::MutexLock lock(&mu_);
+      if (calls_.Exhausted() && calls_.queued.empty() && fan_outs_.Exhausted() &&
+          fan_outs_.queued.empty()) {
+        draining_ = false;
+        return;
       }
-      // May append to this mailbox (its own thread posting): not to current_.
-      current_[next_++]();
     }
     PostDrain();  // the rest after the sockets that are ready meanwhile
   }
 
+  // Runs at most budget items of the queue, in order; how many ran.
+  size_t RunFrom(Queue& queue, size_t budget) {
+    size_t ran = 0;
+    for (; ran < budget; ++ran) {
+      while (queue.Exhausted()) {  // (a batch is never empty; if it were, the next)
+        Work done;  // freed outside the lock: a re-announcement's batch is large
+        done.swap(queue.current);
+        queue.next = 0;
+        absl::MutexLock lock(&mu_);
+        if (queue.queued.empty()) {
+          return ran;
+        }
+        queue.current = std::move(queue.queued.front());
+        queue.queued.pop_front();
+      }
+      // Destroyed once run: what it holds (a session, a payload) goes now, not
+      // with the rest of its batch. It may append to this mailbox (its own
+      // thread posting): not to current.
+      auto item = std::move(queue.current[queue.next++]);
+      item();
+    }
+    return ran;
+  }
+
   absl::Mutex mu_;
-  std::deque<Work> batches_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   asio::any_io_executor executor_;  // set with the first drain, before it is posted
-  Work current_;
-  size_t next_ = 0;
+  Queue calls_;
+  Queue fan_outs_;
 };
 
 asio::execution_context::id Mailbox::id;
@@ -96,19 +128,19 @@ Mailbox& MailboxOf(const asio::any_io_executor& executor) {
 
 }  // namespace
 
-GatheredPosts::GatheredPosts() : outer_(std::exchange(open_posts, this)) {}
+GatheredPosts::GatheredPosts(Lane lane) : lane_(lane), outer_(std::exchange(open_posts, this)) {}
 
 GatheredPosts::~GatheredPosts() {
   open_posts = outer_;
   for (ForThread& thread : threads_) {
-    MailboxOf(thread.executor).Append(thread.executor, std::move(thread.work));
+    MailboxOf(thread.executor).Append(thread.executor, std::move(thread.work), lane_);
   }
 }
 
 void GatheredPosts::PostNow(const asio::any_io_executor& executor, absl::AnyInvocable<void()> fn) {
   Work work;
   work.push_back(std::move(fn));
-  MailboxOf(executor).Append(executor, std::move(work));
+  MailboxOf(executor).Append(executor, std::move(work), Lane::kCalls);
 }
 
 void GatheredPosts::Post(const asio::any_io_executor& executor, absl::AnyInvocable<void()> fn) {

@@ -1,6 +1,13 @@
 #include "gateway/net/io_pool.h"
 
 #include <algorithm>
+#include <memory>
+
+#include <boost/asio/post.hpp>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "gateway/net/gathered_posts.h"
 
 namespace relay::gateway {
 
@@ -33,6 +40,28 @@ void IoPool::Run() {
       io.run();
     });
   }
+}
+
+bool IoPool::Settle(absl::Duration timeout) {
+  struct Settling {
+    absl::Mutex mu;
+    size_t left ABSL_GUARDED_BY(mu);
+  };
+  auto settling = std::make_shared<Settling>();
+  settling->left = contexts_.size();
+  // A plain post to the first thread runs after its handler under way; the
+  // mailboxes' items after everything handed to each thread before them.
+  boost::asio::post(First(), [this, settling] {
+    for (auto& context : contexts_) {
+      GatheredPosts::Post(context->get_executor(), [settling] {
+        absl::MutexLock lock(&settling->mu);
+        --settling->left;
+      });
+    }
+  });
+  absl::MutexLock lock(&settling->mu);
+  return settling->mu.AwaitWithTimeout(
+      absl::Condition(+[](size_t* left) { return *left == 0; }, &settling->left), timeout);
 }
 
 void IoPool::Stop() {

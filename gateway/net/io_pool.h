@@ -9,6 +9,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "absl/time/time.h"
+
 namespace relay::gateway {
 
 // The gateway's I/O threads: one io_context each. A connection lives on one
@@ -30,6 +32,11 @@ class IoPool {
   boost::asio::io_context& Current();
 
   void Run();
+  // From a thread not the pool's (shutdown): waits at most timeout until every
+  // I/O thread has run what was handed to it before now, including what the
+  // first thread's handler under way hands over (the links run there and hand
+  // a batch's work over when the batch is done). False when the time ran out.
+  bool Settle(absl::Duration timeout);
   // Stops every io_context and joins the threads.
   void Stop();
 

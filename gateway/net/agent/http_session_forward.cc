@@ -68,8 +68,12 @@ void HttpSession::OnCallDeadline() {
 void HttpSession::CancelCall(RouterClient::CancelReason reason) {
   if (phase_ == Phase::kForwarding && call_ref_ != 0) {
     StopTimer();
-    // The waiter hears kTimeout or kCancelled through OnCallDone.
-    state_.router->Cancel(account_, std::exchange(call_ref_, 0), reason);
+    // The waiter hears kTimeout or kCancelled through OnCallDone. When the
+    // call's outcome won (it is on its way), the call stays this session's
+    // until it comes: its events handed over before it still belong to it.
+    if (state_.router->Cancel(account_, call_ref_, reason)) {
+      call_ref_ = 0;
+    }
   }
 }
 

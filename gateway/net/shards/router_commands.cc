@@ -90,9 +90,13 @@ void RouterCommands::OnCommand(RouterCommand& command) {
 
 void RouterCommands::OnLinkDown(size_t shard) {
   link_downs_.Add();
-  GatheredPosts gathered;  // an item per tab: one hand-over per I/O thread, run in slices
-  for (auto& tab : tabs_.Snapshot()) {
-    if (tab->shard() == shard) {
+  // An item per tab: one hand-over per I/O thread, run in slices after the
+  // calls' work (the lane of fan-outs).
+  GatheredPosts gathered(GatheredPosts::Lane::kFanOut);
+  for (auto& tab : tabs_.Snapshot(shard)) {
+    // A tab with no call has nothing to give up. (Its calls come on this
+    // thread, so one handed over before now counts.)
+    if (tab->MayHoldCalls()) {
       tab->PostLinkDown(shard);  // which checks again, on its thread
     }
   }
@@ -102,16 +106,15 @@ void RouterCommands::OnLinkUp(size_t shard) {
   if (!ready_.load()) {
     return;  // still starting: there are no tabs or streams yet
   }
-  GatheredPosts gathered;  // an item per tab and stream: one hand-over per I/O thread, run in slices
-  for (auto& tab : tabs_.Snapshot()) {
-    if (tab->shard() == shard) {
-      tab->PostReannounce(shard);  // which checks again, on its thread
-    }
+  // An item per tab and stream, in the lane of fan-outs: a tab's comes after its
+  // link-down item (appended before the link was made again), and the router
+  // sends nothing for it before the re-announcement the item sends.
+  GatheredPosts gathered(GatheredPosts::Lane::kFanOut);
+  for (auto& tab : tabs_.Snapshot(shard)) {
+    tab->PostReannounce(shard);  // which checks again, on its thread
   }
-  for (auto& stream : streams_.Snapshot()) {
-    if (stream->shard() == shard) {
-      stream->PostReannounce(shard);
-    }
+  for (auto& stream : streams_.Snapshot(shard)) {
+    stream->PostReannounce(shard);
   }
 }
 

@@ -308,7 +308,7 @@ void TabSession::Admit() {
   // Before it is registered: every tab a fan-out finds knows its shard.
   shard_.store(services_.router.ShardOf(announcement_.account), std::memory_order_relaxed);
   phase_ = State::kAnnouncing;
-  tab_id_ = services_.tabs.Add(weak_from_this());
+  tab_id_ = services_.tabs.Add(weak_from_this(), shard());
   // Registered first, then asked: either the drain's list of tabs has this
   // one, or the drain began before and is seen here.
   if (services_.draining.load()) {
@@ -519,6 +519,7 @@ void TabSession::PostDrain() {
 }
 
 void TabSession::MaybeEndDrain() {
+  NoteCalls();  // called after every change that may end calls
   if (draining_ && calls_.empty() && phase_ != State::kClosing) {
     CloseWith(kCloseGoingAway, "relay shutting down");
   }

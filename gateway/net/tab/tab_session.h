@@ -51,6 +51,14 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // back touches a tab in S, not every tab of the gateway.
   static constexpr size_t kNoShard = ~size_t{0};
   size_t shard() const { return shard_.load(std::memory_order_relaxed); }
+  // Any thread: whether the tab may hold a call of the router's (one handed
+  // over and not yet run, or one it has). A link's end has nothing to tell a
+  // tab that holds none: on a full gateway most are idle, and an item each
+  // held the thread that runs the link for 9 ms. Never false while a call
+  // handed over before it was asked (on the link's thread) is held.
+  bool MayHoldCalls() const {
+    return deliveries_pending_.load() > 0 || holds_calls_.load();
+  }
   // The gateway's drain: the tab answers the calls it has, takes no new one,
   // and is closed with 1001 once it has none.
   void PostDrain();
@@ -125,6 +133,9 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   void Cleanup();
   // Draining, with no call left: close with 1001.
   void MaybeEndDrain();
+  // A call of the router's, on the tab's thread (PostDeliver).
+  void Deliver(uint64_t call_id, std::string method, std::string params);
+  void NoteCalls() { holds_calls_.store(!calls_.empty()); }
 
   boost::asio::ip::tcp::socket socket_;
   const TabServices& services_;
@@ -145,6 +156,11 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   bool cleaned_up_ = false;
   State phase_ = State::kAwaitingHello;
   std::atomic<size_t> shard_{kNoShard};  // set once, on its thread: see shard()
+  // See MayHoldCalls(): deliveries handed over and not yet run (counted up on
+  // the link's thread, down by the delivery once it has run), and whether
+  // calls_ held any at its thread's last look (NoteCalls, after each change).
+  std::atomic<uint32_t> deliveries_pending_{0};
+  std::atomic<bool> holds_calls_{false};
   bool announced_ = false;
   bool counted_ = false;  // in the gateway's tab gauge
   bool draining_ = false;

@@ -39,30 +39,38 @@ void TabSession::PostResponse(std::string tab_request_id, bool is_error, std::st
 }
 
 void TabSession::PostDeliver(uint64_t call_id, std::string method, std::string params) {
+  deliveries_pending_.fetch_add(1);  // before the link's end can ask MayHoldCalls()
   GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), call_id,
                                            method = std::move(method),
                                            params = std::move(params)]() mutable {
-    if (self->phase_ == State::kAnnouncing) {
-      // The router made the tab routable just before it accepted it: hold the
-      // call until the hello is answered.
-      self->calls_.Hold({call_id, std::move(method), std::move(params)});
-      return;
-    }
-    if (self->phase_ != State::kLive) {
-      self->Reply(call_id, /*is_error=*/true,
-                  EncodeErrorObject(kInternalError, "the editor is disconnecting"));
-      return;
-    }
-    if (self->draining_) {
-      self->Reply(call_id, /*is_error=*/true,
-                  EncodeErrorObject(kInternalError,
-                                    "the editor's relay gateway is shutting down; try again in a "
-                                    "few seconds, when the editor has reconnected"));
-      return;
-    }
-    self->calls_.Sent(call_id, method);
-    self->Send(EncodeRequest(call_id, method, params));
+    self->Deliver(call_id, std::move(method), std::move(params));
+    // Held now if kept: noted before the delivery stops counting as pending.
+    self->NoteCalls();
+    self->deliveries_pending_.fetch_sub(1);
   });
+}
+
+void TabSession::Deliver(uint64_t call_id, std::string method, std::string params) {
+  if (phase_ == State::kAnnouncing) {
+    // The router made the tab routable just before it accepted it: hold the
+    // call until the hello is answered.
+    calls_.Hold({call_id, std::move(method), std::move(params)});
+    return;
+  }
+  if (phase_ != State::kLive) {
+    Reply(call_id, /*is_error=*/true,
+          EncodeErrorObject(kInternalError, "the editor is disconnecting"));
+    return;
+  }
+  if (draining_) {
+    Reply(call_id, /*is_error=*/true,
+          EncodeErrorObject(kInternalError,
+                            "the editor's relay gateway is shutting down; try again in a "
+                            "few seconds, when the editor has reconnected"));
+    return;
+  }
+  calls_.Sent(call_id, method);
+  Send(EncodeRequest(call_id, method, params));
 }
 
 void TabSession::PostCancel(uint64_t call_id, std::string reason) {

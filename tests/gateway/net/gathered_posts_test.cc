@@ -1,6 +1,7 @@
 #include "gateway/net/gathered_posts.h"
 
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,89 @@ TEST(GatheredPostsTest, PostNowGoesAtOnceInsideAScopeAheadOfWhatFollows) {
   }
   io.poll();
   EXPECT_EQ(ran, (std::vector<std::string>{"event", "end", "gathered"}));
+}
+
+TEST(GatheredPostsTest, ACallsWorkOvertakesAFanOutThatWaits) {
+  boost::asio::io_context io;
+  std::vector<std::string> ran;
+  {
+    GatheredPosts link_back(GatheredPosts::Lane::kFanOut);
+    for (size_t i = 0; i < 3 * GatheredPosts::kSlice; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("re-announce"); });
+    }
+  }
+  EXPECT_EQ(io.poll_one(), 1u);  // the first slice of the fan-out
+  ASSERT_EQ(ran.size(), GatheredPosts::kSlice);
+  // A call delivered now runs in the next turn, ahead of the fan-out's rest.
+  GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("deliver"); });
+  EXPECT_EQ(io.poll_one(), 1u);
+  ASSERT_EQ(ran.size(), 2 * GatheredPosts::kSlice);
+  EXPECT_EQ(ran[GatheredPosts::kSlice], "deliver");
+  io.poll();
+  EXPECT_EQ(ran.size(), 3 * GatheredPosts::kSlice + 1);
+  EXPECT_EQ(ran.back(), "re-announce");
+}
+
+TEST(GatheredPostsTest, FanOutsKeepTheirOrderAmongThemselves) {
+  boost::asio::io_context io;
+  std::vector<std::string> ran;
+  constexpr size_t kTabs = GatheredPosts::kSlice + 5;
+  {
+    GatheredPosts link_down(GatheredPosts::Lane::kFanOut);
+    for (size_t i = 0; i < kTabs; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("down"); });
+    }
+  }
+  {
+    GatheredPosts link_up(GatheredPosts::Lane::kFanOut);
+    for (size_t i = 0; i < kTabs; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("up"); });
+    }
+  }
+  io.poll();
+  ASSERT_EQ(ran.size(), 2 * kTabs);
+  for (size_t i = 0; i < kTabs; ++i) {
+    EXPECT_EQ(ran[i], "down") << i;
+    EXPECT_EQ(ran[kTabs + i], "up") << i;
+  }
+}
+
+TEST(GatheredPostsTest, AFanOutGoesOnWhileCallsKeepComing) {
+  boost::asio::io_context io;
+  size_t fan_out = 0;
+  size_t calls = 0;
+  {
+    GatheredPosts link_back(GatheredPosts::Lane::kFanOut);
+    for (size_t i = 0; i < 100; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ++fan_out; });
+    }
+  }
+  // A load that hands a thread more than a slice of calls' work every turn.
+  for (int turn = 1; turn <= 3; ++turn) {
+    for (size_t i = 0; i < 2 * GatheredPosts::kSlice; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ++calls; });
+    }
+    EXPECT_EQ(io.poll_one(), 1u);
+    EXPECT_EQ(fan_out, turn * GatheredPosts::kFanOutFloor);
+  }
+  io.poll();
+  EXPECT_EQ(fan_out, 100u);
+  EXPECT_EQ(calls, 6 * GatheredPosts::kSlice);
+}
+
+TEST(GatheredPostsTest, AnItemsCapturesGoOnceItRan) {
+  boost::asio::io_context io;
+  auto session = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = session;
+  {
+    GatheredPosts batch;
+    GatheredPosts::Post(io.get_executor(), [held = std::move(session)] {});
+    for (size_t i = 0; i < GatheredPosts::kSlice; ++i) {
+      GatheredPosts::Post(io.get_executor(), [] {});
+    }
+  }
+  EXPECT_EQ(io.poll_one(), 1u);  // a slice: the batch's last item is still to run
+  EXPECT_TRUE(watch.expired());  // but the first's session is not held with it
 }
 
 TEST(GatheredPostsTest, ManyThreadsHandingOverKeepEachOnesOrder) {
