@@ -20,12 +20,12 @@ namespace relay::gateway {
 // posts is gathered and goes to each thread's mailbox when the batch is done:
 // each thread is woken once per batch, not once per command.
 //
-// A fan-out over every connection of a link (its end, its return) goes in a
-// lane of its own, which a thread takes up after its calls' work: a call
-// handed over behind a link's 9,500 re-announcements would otherwise wait for
-// all of them (17 ms). What a fan-out hands a session cannot be overtaken by
-// anything that depends on it: the router sends nothing for a tab or stream
-// until the re-announcement that the fan-out's item sends has reached it.
+// A link's return (an item per tab and stream of its shard) goes in a lane of
+// its own, which a thread takes up after its calls' work: a call handed over
+// behind a link's 9,500 re-announcements would otherwise wait for all of them
+// (17 ms). Nothing that overtakes such an item depends on it: the router
+// sends nothing for a tab or stream until the re-announcement that the item
+// sends has reached it.
 class GatheredPosts {
  public:
   // Items a thread runs before it turns to its sockets again.
@@ -36,7 +36,8 @@ class GatheredPosts {
 
   enum class Lane {
     kCalls,   // in order with everything else the posting thread hands over
-    kFanOut,  // after the calls' work waiting then, in order among fan-outs
+    kFanOut,  // after the calls' work waiting then, in order among fan-outs;
+              // for work nothing in the calls' lane can depend on
   };
 
   // Gathers on this thread until destroyed; a kFanOut scope's work goes to

@@ -90,9 +90,11 @@ void RouterCommands::OnCommand(RouterCommand& command) {
 
 void RouterCommands::OnLinkDown(size_t shard) {
   link_downs_.Add();
-  // An item per tab: one hand-over per I/O thread, run in slices after the
-  // calls' work (the lane of fan-outs).
-  GatheredPosts gathered(GatheredPosts::Lane::kFanOut);
+  // An item per tab that may hold a call, in the calls' lane: ahead of every
+  // delivery a later link of the shard hands over. (In the fan-outs' lane a
+  // delivery on the link after next could overtake it, and be cancelled by it,
+  // when the link ends twice while re-announcements are still queued.)
+  GatheredPosts gathered;
   for (auto& tab : tabs_.Snapshot(shard)) {
     // A tab with no call has nothing to give up. (Its calls come on this
     // thread, so one handed over before now counts.)
@@ -106,9 +108,9 @@ void RouterCommands::OnLinkUp(size_t shard) {
   if (!ready_.load()) {
     return;  // still starting: there are no tabs or streams yet
   }
-  // An item per tab and stream, in the lane of fan-outs: a tab's comes after its
-  // link-down item (appended before the link was made again), and the router
-  // sends nothing for it before the re-announcement the item sends.
+  // An item per tab and stream, in the lane of fan-outs, which a call's work
+  // overtakes: the router sends nothing for a tab or stream on this link before
+  // the re-announcement the item sends (it forgot them with the last link).
   GatheredPosts gathered(GatheredPosts::Lane::kFanOut);
   for (auto& tab : tabs_.Snapshot(shard)) {
     tab->PostReannounce(shard);  // which checks again, on its thread

@@ -171,27 +171,49 @@ TEST(GatheredPostsTest, ACallsWorkOvertakesAFanOutThatWaits) {
   EXPECT_EQ(ran.back(), "re-announce");
 }
 
+TEST(GatheredPostsTest, ALinksEndStaysAheadOfTheNextLinksCallsWhileReannouncementsWait) {
+  // A shard's link ends twice while the first return's re-announcements
+  // still wait: the second end's item must run before a call that a third
+  // link delivers, or it would cancel that call at its tab.
+  boost::asio::io_context io;
+  std::vector<std::string> ran;
+  { GatheredPosts link_a_ends; GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("a ends"); }); }
+  {
+    GatheredPosts link_b_back(GatheredPosts::Lane::kFanOut);
+    for (size_t i = 0; i < 2 * GatheredPosts::kSlice; ++i) {
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("re-announce"); });
+    }
+  }
+  { GatheredPosts link_b_ends; GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("b ends"); }); }
+  GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("c delivers"); });
+  io.poll();
+  ASSERT_GE(ran.size(), 3u);
+  EXPECT_EQ(ran[0], "a ends");
+  EXPECT_EQ(ran[1], "b ends");
+  EXPECT_EQ(ran[2], "c delivers");
+}
+
 TEST(GatheredPostsTest, FanOutsKeepTheirOrderAmongThemselves) {
   boost::asio::io_context io;
   std::vector<std::string> ran;
   constexpr size_t kTabs = GatheredPosts::kSlice + 5;
   {
-    GatheredPosts link_down(GatheredPosts::Lane::kFanOut);
+    GatheredPosts shard_0_back(GatheredPosts::Lane::kFanOut);
     for (size_t i = 0; i < kTabs; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("down"); });
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("shard 0"); });
     }
   }
   {
-    GatheredPosts link_up(GatheredPosts::Lane::kFanOut);
+    GatheredPosts shard_1_back(GatheredPosts::Lane::kFanOut);
     for (size_t i = 0; i < kTabs; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("up"); });
+      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("shard 1"); });
     }
   }
   io.poll();
   ASSERT_EQ(ran.size(), 2 * kTabs);
   for (size_t i = 0; i < kTabs; ++i) {
-    EXPECT_EQ(ran[i], "down") << i;
-    EXPECT_EQ(ran[kTabs + i], "up") << i;
+    EXPECT_EQ(ran[i], "shard 0") << i;
+    EXPECT_EQ(ran[kTabs + i], "shard 1") << i;
   }
 }
 
