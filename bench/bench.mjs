@@ -37,9 +37,11 @@
 //                                  limit that real tab sockets meet here); meanwhile a trickle
 //                                  of calls to another shard through a real gateway that holds
 //                                  real tabs of both shards (BENCH_GATEWAY_TABS) and re-announces
-//                                  its share; three restarts (BENCH_ROUNDS), the restarted shard
-//                                  and the link tools on CPU 1, the trickle's path on CPU 0
-//                                  (BENCH_PIN=0: unpinned)
+//                                  its share; three restarts (BENCH_ROUNDS), each followed by a
+//                                  control (the restarted shard's CPU kept as busy by a spinner,
+//                                  no kill): the calls due during the rebuild against those due
+//                                  during the spinner; the restarted shard and the link tools on
+//                                  CPU 1, the trickle's path on CPU 0 (BENCH_PIN=0: unpinned)
 //   bench/run.sh --restart 2000,max
 //                                  N tabs through nginx on two gateways, kill -9 and restart of
 //                                  one: the time until every tab is routable again

@@ -152,17 +152,25 @@ export async function initialize(url, token) {
 }
 
 // The load generator's sleeping thread: how often the machine woke it late during the point.
+// The p-th percentile of latencies in ms (p in 0..1), as relay-loadgen computes it.
+export function percentile(values, p) {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.min(sorted.length - 1, Math.round(p * (sorted.length - 1)))];
+}
+
 export const stallText = (p) => `sleeper woken ≥ 2 ms late ${p.stalls_2ms}× (longest ${p.stall_max_ms.toFixed(1)} ms)`;
 
 // relay-loadgen against a system ({url, sid, token}; the token by standard input): open loop at
 // rate, or closed (each connection again once answered) with { closed: true }. sessions: many
 // [sid, token] pairs instead, a connection each.
-// cpu: the generator runs on that CPU alone.
-export async function openLoop(system, rate, loadSeconds, { connections = 64, closed = false, sessions = null, cpu = null } = {}) {
+// cpu: the generator runs on that CPU alone. calls: the figures add every answered call as
+// [due, latency] (due in ms since the epoch, latency in ms), to pick those of a moment.
+export async function openLoop(system, rate, loadSeconds, { connections = 64, closed = false, sessions = null, cpu = null, calls = false } = {}) {
   const headers = ['Accept: application/json, text/event-stream', 'MCP-Protocol-Version: 2025-11-25'];
   const line = ([sid, token]) => [...(sid ? [`Mcp-Session-Id: ${sid}`] : []), ...(token ? [`Authorization: Bearer ${token}`] : [])].join('|');
   const lines = sessions ?? [[system.sid, system.token]];
-  const { out } = await run(...onCpu(cpu, join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, `--connections=${sessions ? sessions.length : connections}`, `--body=${callBody}`, `--headers=${headers.join('|')}`, '--stdin_headers', ...(closed ? ['--closed'] : [])]), {}, lines.map(line).join('\n') + '\n');
+  const { out } = await run(...onCpu(cpu, join(binDir, 'relay-loadgen'), [`--url=${system.url}`, `--rate=${Math.round(rate)}`, `--seconds=${loadSeconds}`, `--connections=${sessions ? sessions.length : connections}`, `--body=${callBody}`, `--headers=${headers.join('|')}`, '--stdin_headers', ...(closed ? ['--closed'] : []), ...(calls ? ['--calls'] : [])]), {}, lines.map(line).join('\n') + '\n');
   return JSON.parse(out.trim().split('\n').pop());
 }
 

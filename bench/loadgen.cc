@@ -48,6 +48,8 @@ ABSL_FLAG(std::string, headers, "", "extra headers, Name: value, separated by |"
 ABSL_FLAG(std::string, body, "", "POST body (GET when empty)");
 ABSL_FLAG(bool, stdin_headers, false, "read one set of headers per line from standard input");
 ABSL_FLAG(bool, closed, false, "closed loop: each connection sends again once answered");
+ABSL_FLAG(bool, calls, false,
+          "also print every answered call: when it was due (ms since the epoch) and its latency");
 
 namespace {
 
@@ -58,6 +60,9 @@ using Clock = std::chrono::steady_clock;
 
 struct Figures {
   std::vector<double> latencies_us;
+  // With --calls: each answered call's due time and latency, in the order answered.
+  bool keep_calls = false;
+  std::vector<std::pair<Clock::time_point, double>> calls;
   uint64_t errors = 0;
   uint64_t non_200 = 0;
   // The errors by step and reason ("read: end of stream"), so that a run says what failed.
@@ -97,6 +102,22 @@ std::string ErrorTimes(const Figures& figures) {
                     absl::StrFormat("%.3f", std::chrono::duration<double>(at - figures.started).count()));
   }
   return out;
+}
+
+// With --calls: ,"calls":[[due_unix_ms,latency_ms],...], the due times on the wall clock.
+std::string CallsMember(const Figures& figures, std::chrono::system_clock::time_point start_wall) {
+  if (!figures.keep_calls) {
+    return "";
+  }
+  const double start_ms =
+      std::chrono::duration<double, std::milli>(start_wall.time_since_epoch()).count();
+  std::string out = ",\"calls\":[";
+  for (size_t i = 0; i < figures.calls.size(); ++i) {
+    const auto& [due, took_us] = figures.calls[i];
+    double due_ms = start_ms + std::chrono::duration<double, std::milli>(due - figures.started).count();
+    absl::StrAppend(&out, i ? "," : "", absl::StrFormat("[%.3f,%.3f]", due_ms, took_us / 1000));
+  }
+  return out + "]";
 }
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -142,8 +163,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
                          return;
                        }
                        auto took = Clock::now() - self->scheduled_;
-                       self->figures_.latencies_us.push_back(
-                           std::chrono::duration<double, std::micro>(took).count());
+                       double took_us = std::chrono::duration<double, std::micro>(took).count();
+                       self->figures_.latencies_us.push_back(took_us);
+                       if (self->figures_.keep_calls) {
+                         self->figures_.calls.emplace_back(self->scheduled_, took_us);
+                       }
                        if (self->parser_->get().result_int() != 200) {
                          ++self->figures_.non_200;
                        }
@@ -265,6 +289,7 @@ int main(int argc, char** argv) {
   asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host_port[0]),
                                    static_cast<unsigned short>(port));
   Figures figures;
+  figures.keep_calls = absl::GetFlag(FLAGS_calls);
   std::deque<Clock::time_point> due;  // scheduled, waiting for an idle connection
   // Taken in turn, oldest first: every connection is used every connections/rate seconds. Taken
   // newest first, those at the bottom sat unused until a stall deepened the queue, and by then a
@@ -304,6 +329,8 @@ int main(int argc, char** argv) {
   const double rate = absl::GetFlag(FLAGS_rate);
   const auto interval = std::chrono::duration<double>(1.0 / rate);
   const Clock::time_point start = Clock::now();
+  // The wall clock at the start, so that --calls' due times line up with another process's.
+  const auto start_wall = std::chrono::system_clock::now();
   figures.started = start;
   const uint64_t total =
       closed ? 0 : static_cast<uint64_t>(rate * absl::GetFlag(FLAGS_seconds));
@@ -364,7 +391,7 @@ int main(int argc, char** argv) {
       "\"achieved\":%.0f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
       "\"max_ms\":%.3f,\"stalls_1ms\":%llu,\"stalls_2ms\":%llu,\"stall_max_ms\":%.3f,"
       "\"stall_total_ms\":%.1f,\"connection_min_rps\":%.2f,\"connection_median_rps\":%.2f,"
-      "\"error_kinds\":{%s},\"error_times_s\":[%s]}\n",
+      "\"error_kinds\":{%s},\"error_times_s\":[%s]%s}\n",
       rate, static_cast<unsigned long long>(issued), l.size(),
       static_cast<unsigned long long>(figures.errors),
       static_cast<unsigned long long>(figures.non_200), l.size() / elapsed,
@@ -373,6 +400,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(stalls.at_least_1ms()),
       static_cast<unsigned long long>(stalls.at_least_2ms()), stalls.longest_ms(),
       stalls.total_ms(), per_connection.front(), Percentile(per_connection, 0.5),
-      ErrorKinds(figures).c_str(), ErrorTimes(figures).c_str());
+      ErrorKinds(figures).c_str(), ErrorTimes(figures).c_str(),
+      CallsMember(figures, start_wall).c_str());
   return 0;
 }
