@@ -151,7 +151,6 @@ export async function initialize(url, token) {
   return sid;
 }
 
-// The load generator's sleeping thread: how often the machine woke it late during the point.
 // The p-th percentile of latencies in ms (p in 0..1), as relay-loadgen computes it.
 export function percentile(values, p) {
   if (values.length === 0) return 0;
@@ -159,6 +158,7 @@ export function percentile(values, p) {
   return sorted[Math.min(sorted.length - 1, Math.round(p * (sorted.length - 1)))];
 }
 
+// The load generator's sleeping thread: how often the machine woke it late during the point.
 export const stallText = (p) => `sleeper woken ≥ 2 ms late ${p.stalls_2ms}× (longest ${p.stall_max_ms.toFixed(1)} ms)`;
 
 // relay-loadgen against a system ({url, sid, token}; the token by standard input): open loop at

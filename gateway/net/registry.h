@@ -23,7 +23,7 @@ class Registry {
  public:
   static constexpr size_t kAnyGroup = ~size_t{0};
 
-  uint64_t Add(std::weak_ptr<T> item, size_t group = 0) ABSL_LOCKS_EXCLUDED(mu_) {
+  uint64_t Add(std::weak_ptr<T> item, size_t group) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     uint64_t id = next_id_++;
     items_.emplace(id, Entry{std::move(item), group});
