@@ -25,7 +25,8 @@
 //   bench/run.sh --connections 2000,5000,max
 //                                  idle tabs, GET and listen streams against one gateway, in
 //                                  batches and all at once: memory per connection, and a trickle
-//                                  of calls' p50/p99 with the gateway empty and full
+//                                  of calls' p50/p99 with the gateway empty and full; then
+//                                  what one agent session's end elsewhere costs it, full
 //   bench/run.sh --accounts 1000   1,000 accounts calling at once, a tab and a session each,
 //                                  beside the Node relay: calls/s, p50/p99, the slowest account
 //   bench/run.sh --rebuild 2000,10000

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { repoRoot, startProcess, startStack, waitUntil } from '../tests/e2e/lib/stack.mjs';
-import { initialize, makeAccounts, node, nodeEnv, openLoop, rssKiB, startEchoTab, stallText } from './lib.mjs';
+import { initialize, makeAccounts, node, nodeEnv, openLoop, rssKiB, startEchoTab, stallText, threadsCpuMs } from './lib.mjs';
 
 const kTrickleRate = 200;  // calls/s through the gateway while it fills
 const kTrickleSeconds = 5;
@@ -115,12 +115,14 @@ export async function fill(total, batch) {
     }
     const rssFull = rssKiB(pid);
     const total = tabs + gets + listens;
+    const ends = await sessionEnds(pid, controlGw.url, control.token);
     return {
       total, batch, arrivalMs, attempts: held.reduce((a, m) => a + Number(m[3]), 0),
       givenUp: held.reduce((a, m) => a + Number(m[4]), 0),
       rssEmpty, rssFull, peak, empty, full: medianByP99(fulls), control: medianByP99(controls),
       turns: fulls.map((f, i) => `${f.p99_ms.toFixed(1)}/${controls[i].p99_ms.toFixed(1)}`).join(', '),
       perConnection: (rssFull - rssEmpty) / total,
+      ends,
       // Why attempts failed, by kind (the holders' refusals), when any did.
       refusals: held.map((m, i) => [kinds[i], /\(refusals: (.*)\)$/.exec(m.input)?.[1]]).filter(([, r]) => r).map(([k, r]) => `${k}: ${r}`).join('; '),
       // How late each holder's event loop ran while it connected (bench/hold.mjs).
@@ -131,6 +133,33 @@ export async function fill(total, batch) {
     await Promise.all(holders.map((h) => h.stop()));
     await stack.stop();
   }
+}
+
+// Every gateway hears of every agent session's end (the router tells each: any may hold the
+// session's streams). What one costs the full gateway, its streams open: kEnds sessions opened
+// and ended through the control gateway, the full one's CPU from the first end until a second
+// after the last (its work for them comes after the answers), against its CPU over as long
+// with nothing to do (its keep-alives).
+const kEnds = 300;
+async function sessionEnds(pid, url, token) {
+  const sids = [];
+  for (let i = 0; i < kEnds; i++) sids.push(await initialize(url, token));
+  const headers = (sid) => ({ authorization: `Bearer ${token}`, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' });
+  const settle = () => new Promise((done) => setTimeout(done, 1000));
+  let cpu = threadsCpuMs(pid);
+  const started = Date.now();
+  for (const sid of sids) {
+    const res = await fetch(url, { method: 'DELETE', headers: headers(sid) });
+    await res.text();
+    if (res.status !== 200 && res.status !== 204) throw new Error(`DELETE of a session answered ${res.status}`);
+  }
+  await settle();
+  const span = Date.now() - started;
+  const endsMs = threadsCpuMs(pid) - cpu;
+  cpu = threadsCpuMs(pid);
+  await new Promise((done) => setTimeout(done, span));  // as long, idle
+  const idleMs = threadsCpuMs(pid) - cpu;
+  return { perEndUs: Math.max(0, endsMs - idleMs) * 1000 / kEnds, endsMs, idleMs, span };
 }
 
 // The gateway's resident memory against its connections, both ways of arriving, as text: one
@@ -158,7 +187,7 @@ export async function connections(levels) {
       if (r.control.errors || r.control.non200) throw new Error(`the control's trickle failed: ${JSON.stringify(r.control)}`);
       rows.push(r);
       const how = batch ? 'in batches of 100' : 'all at once';
-      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up after 20 attempts` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}${r.turnedAway ? `\n        the gateway: ${r.turnedAway}; the holders' event loops at most late by ${r.lateMs}` : ''}`);
+      console.log(`${String(r.total).padStart(6)} connections ${how.padEnd(17)} arrived in ${(r.arrivalMs / 1000).toFixed(1)} s (${r.attempts} attempts${r.givenUp ? `, ${r.givenUp} given up after 20 attempts` : ''}): gateway ${(r.rssEmpty / 1024).toFixed(1)} → ${(r.rssFull / 1024).toFixed(1)} MiB (high-water ${(r.peak / 1024).toFixed(1)} MiB), ${r.perConnection.toFixed(2)} KiB per connection [bar ≤ ${kBarKiB}: ${r.perConnection <= kBarKiB ? 'met' : 'NOT MET'}]; trickle p50 ${r.empty.p50_ms.toFixed(2)} → ${r.full.p50_ms.toFixed(2)} ms, p99 ${r.empty.p99_ms.toFixed(2)} → ${r.full.p99_ms.toFixed(2)} ms (${(r.full.p99_ms / r.empty.p99_ms).toFixed(2)}× the gateway before it filled; full: ${stallText(r.full)}); the empty control gateway meanwhile p99 ${r.control.p99_ms.toFixed(2)} ms: full ${(r.full.p99_ms / r.control.p99_ms).toFixed(2)}× the control (medians of ${kTurns} turns, full/control ms: ${r.turns}) [bar ≤ ${kBarP99}: ${r.full.p99_ms / r.control.p99_ms <= kBarP99 ? 'met' : 'NOT MET'}]${r.full.errors || r.full.non200 ? `, ERRORS ${r.full.errors}, non-200 ${r.full.non200}` : ''}\n        ${kEnds} agent sessions ended elsewhere: ${r.ends.perEndUs.toFixed(1)} µs of the full gateway's CPU each (${r.ends.endsMs.toFixed(0)} ms over the ends and a second, ${r.ends.idleMs.toFixed(0)} ms over as long idle: ${(r.ends.span / 1000).toFixed(1)} s)${r.refusals ? `\n        refused attempts, ${r.refusals}` : ''}${r.turnedAway ? `\n        the gateway: ${r.turnedAway}; the holders' event loops at most late by ${r.lateMs}` : ''}`);
     }
   }
   console.log(`\n${memoryChart(rows)}`);

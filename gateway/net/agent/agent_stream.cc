@@ -29,7 +29,7 @@ AgentStream::AgentStream(asio::ip::tcp::socket&& socket, const StreamServices& s
 
 void AgentStream::Run(uint64_t last_event_id, uint64_t revocation_mark) {
   services_.router.Send(account_, SessionTouchEvent(account_, session_));
-  stream_id_ = services_.streams.Add(weak_from_this(), shard_);
+  stream_id_ = services_.streams.Add(weak_from_this(), shard_, RegistryKey(session_));
   services_.metrics.CountResponse(200);
   // A stream is the connection's last response: whatever ends it, the gateway closes the
   // connection after the last chunk. Said in the head, so that a proxy with a keep-alive pool

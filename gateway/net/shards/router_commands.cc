@@ -74,8 +74,9 @@ void RouterCommands::OnCommand(RouterCommand& command) {
     case RouterCommand::kSessionEnded: {
       const std::string& session = command.session_ended().session_id();
       ended_.Add(session);
-      // Its GET streams end too, wherever they are open.
-      for (auto& stream : streams_.Snapshot()) {
+      // Its GET streams end too, wherever they are open: found by the
+      // session, not by visiting every stream (every session's end comes here).
+      for (auto& stream : streams_.WithKey(RegistryKey(session))) {
         stream->PostSessionEnded(session);
       }
       break;

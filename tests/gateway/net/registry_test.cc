@@ -29,5 +29,35 @@ TEST(RegistryTest, ASnapshotOfAGroupHasItsLiveSessionsOnly) {
   EXPECT_EQ(registry.Find(b_id), nullptr);
 }
 
+TEST(RegistryTest, WithAKeyFindsThatKeysLiveSessionsOnly) {
+  Registry<int> registry;
+  const uint64_t session_a = RegistryKey("session a");
+  const uint64_t session_b = RegistryKey("session b");
+  ASSERT_NE(session_a, session_b);
+  auto get_a = std::make_shared<int>(1);
+  auto listen_a = std::make_shared<int>(2);
+  auto get_b = std::make_shared<int>(3);
+  auto tab = std::make_shared<int>(4);  // added without a key
+  uint64_t get_a_id = registry.Add(get_a, 0, session_a);
+  registry.Add(listen_a, 1, session_a);
+  registry.Add(get_b, 0, session_b);
+  registry.Add(tab, 0);
+
+  auto of_a = registry.WithKey(session_a);
+  ASSERT_EQ(of_a.size(), 2u);
+  EXPECT_EQ(*of_a[0] + *of_a[1], 3);
+  ASSERT_EQ(registry.WithKey(session_b).size(), 1u);
+  EXPECT_EQ(*registry.WithKey(session_b)[0], 3);
+  EXPECT_TRUE(registry.WithKey(RegistryKey("session c")).empty());
+
+  // A removed session leaves its key's list; a gone one is not handed out.
+  of_a.clear();
+  registry.Remove(get_a_id);
+  listen_a.reset();
+  EXPECT_TRUE(registry.WithKey(session_a).empty());
+  registry.Remove(get_a_id);  // twice: nothing happens
+  EXPECT_EQ(registry.Snapshot().size(), 2u);  // session b's stream and the tab
+}
+
 }  // namespace
 }  // namespace relay::gateway
