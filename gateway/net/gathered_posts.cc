@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <utility>
+#include <variant>
 
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -18,11 +19,15 @@ namespace asio = boost::asio;
 
 namespace {
 
-using Work = std::vector<absl::AnyInvocable<void()>>;
+using Item = GatheredPosts::Item;
+using Work = std::vector<Item>;
 
 thread_local GatheredPosts* open_posts = nullptr;
 
-using Lane = GatheredPosts::Lane;
+enum class Lane {
+  kCalls,   // in order with everything else the posting thread hands over
+  kFanOut,  // after the calls' work waiting then, in order among fan-outs
+};
 
 // One per io_context (an Asio service, so it lives as long as the context).
 // Any thread appends; one drain handler at a time runs the work on the
@@ -107,8 +112,17 @@ class Mailbox final : public asio::execution_context::service {
       // Destroyed once run: what it holds (a session, a payload) goes now, not
       // with the rest of its batch. It may append to this mailbox (its own
       // thread posting): not to current.
-      auto item = std::move(queue.current[queue.next++]);
-      item();
+      Item& item = queue.current[queue.next];
+      if (auto* step = std::get_if<GatheredPosts::Step>(&item)) {
+        if ((*step)()) {  // a fan-out's visit: it stays first until its last
+          GatheredPosts::Step done = std::move(*step);
+          ++queue.next;
+        }
+        continue;
+      }
+      GatheredPosts::Once once = std::move(std::get<GatheredPosts::Once>(item));
+      ++queue.next;
+      once();
     }
     return ran;
   }
@@ -128,19 +142,29 @@ Mailbox& MailboxOf(const asio::any_io_executor& executor) {
 
 }  // namespace
 
-GatheredPosts::GatheredPosts(Lane lane) : lane_(lane), outer_(std::exchange(open_posts, this)) {}
+GatheredPosts::GatheredPosts() : outer_(std::exchange(open_posts, this)) {}
 
 GatheredPosts::~GatheredPosts() {
   open_posts = outer_;
   for (ForThread& thread : threads_) {
-    MailboxOf(thread.executor).Append(thread.executor, std::move(thread.work), lane_);
+    MailboxOf(thread.executor).Append(thread.executor, std::move(thread.work), Lane::kCalls);
   }
 }
 
 void GatheredPosts::PostNow(const asio::any_io_executor& executor, absl::AnyInvocable<void()> fn) {
   Work work;
-  work.push_back(std::move(fn));
+  work.emplace_back(std::move(fn));
   MailboxOf(executor).Append(executor, std::move(work), Lane::kCalls);
+}
+
+void GatheredPosts::PostSteps(const asio::any_io_executor& executor, absl::AnyInvocable<bool()> step) {
+  Work work;
+  work.emplace_back(std::move(step));
+  MailboxOf(executor).Append(executor, std::move(work), Lane::kFanOut);
+}
+
+const void* GatheredPosts::ThreadOf(const asio::any_io_executor& executor) {
+  return &asio::query(executor, asio::execution::context);
 }
 
 void GatheredPosts::Post(const asio::any_io_executor& executor, absl::AnyInvocable<void()> fn) {
@@ -149,15 +173,15 @@ void GatheredPosts::Post(const asio::any_io_executor& executor, absl::AnyInvocab
     return PostNow(executor, std::move(fn));
   }
   // One I/O thread per io_context: gathered by the context the executor runs on.
-  auto& context = asio::query(executor, asio::execution::context);
-  for (ForThread& thread : open->threads_) {
-    if (&asio::query(thread.executor, asio::execution::context) == &context) {
-      thread.work.push_back(std::move(fn));
+  const void* thread = ThreadOf(executor);
+  for (ForThread& gathered : open->threads_) {
+    if (ThreadOf(gathered.executor) == thread) {
+      gathered.work.emplace_back(std::move(fn));
       return;
     }
   }
   open->threads_.push_back({executor, {}});
-  open->threads_.back().work.push_back(std::move(fn));
+  open->threads_.back().work.emplace_back(std::move(fn));
 }
 
 }  // namespace relay::gateway

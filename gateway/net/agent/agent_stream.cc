@@ -133,18 +133,13 @@ void AgentStream::PostNotice(std::string message) {
   PostEvent(0, std::move(message));
 }
 
-void AgentStream::PostReannounce(size_t shard) {
-  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
-    if (!self->ending_ && self->stream_id_ != 0 &&
-        !self->services_.ended.Contains(self->session_) &&
-        self->shard_ == shard) {
-      self->AnnounceSubscriptions();
-      self->services_.router.Send(
-          self->account_,
-          StreamOpenEvent(self->stream_id_, self->account_, self->session_, 0,
-                          /*confirm=*/self->listen_.has_value() && !self->acknowledged_));
-    }
-  });
+void AgentStream::Reannounce(size_t shard) {
+  if (!ending_ && stream_id_ != 0 && !services_.ended.Contains(session_) && shard_ == shard) {
+    AnnounceSubscriptions();
+    services_.router.Send(account_,
+                          StreamOpenEvent(stream_id_, account_, session_, 0,
+                                          /*confirm=*/listen_.has_value() && !acknowledged_));
+  }
 }
 
 void AgentStream::PostSessionEnded(std::string session) {

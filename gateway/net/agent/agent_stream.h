@@ -50,8 +50,10 @@ class AgentStream : public std::enable_shared_from_this<AgentStream>, public Wri
   // The router shard of its account (immutable: any thread), so that a link's
   // fan-out skips the streams of other shards without a hand-over each.
   size_t shard() const { return shard_; }
-  // The link to shard came back: announce the stream again if its account is there.
-  void PostReannounce(size_t shard);
+  // On its own thread (a link's fan-out, GatheredPosts::FanOut): the link to
+  // shard came back; announce the stream again if its account is there.
+  void Reannounce(size_t shard);
+  boost::asio::any_io_executor executor() { return socket_.get_executor(); }
   // The session was ended (DELETE): if this is its stream, it ends.
   void PostSessionEnded(std::string session);
   // The stream ends: the gateway stops (no reason), or the router cut it

@@ -109,16 +109,13 @@ void RouterCommands::OnLinkUp(size_t shard) {
   if (!ready_.load()) {
     return;  // still starting: there are no tabs or streams yet
   }
-  // An item per tab and stream, in the lane of fan-outs, which a call's work
-  // overtakes: the router sends nothing for a tab or stream on this link before
-  // the re-announcement the item sends (it forgot them with the last link).
-  GatheredPosts gathered(GatheredPosts::Lane::kFanOut);
-  for (auto& tab : tabs_.Snapshot(shard)) {
-    tab->PostReannounce(shard);  // which checks again, on its thread
-  }
-  for (auto& stream : streams_.Snapshot(shard)) {
-    stream->PostReannounce(shard);
-  }
+  // A visit to each tab and stream on its own thread, in the lane of
+  // fan-outs, which a call's work overtakes: the router sends nothing for a
+  // tab or stream on this link before the re-announcement the visit sends (it
+  // forgot them with the last link).
+  GatheredPosts::FanOut(tabs_.Snapshot(shard), [shard](TabSession& tab) { tab.Reannounce(shard); });
+  GatheredPosts::FanOut(streams_.Snapshot(shard),
+                        [shard](AgentStream& stream) { stream.Reannounce(shard); });
 }
 
 }  // namespace relay::gateway

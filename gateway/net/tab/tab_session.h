@@ -44,7 +44,10 @@ class TabSession : public std::enable_shared_from_this<TabSession>,
   // The agent's (or the relay's) answer to one of the tab's requests.
   void PostResponse(std::string tab_request_id, bool is_error, std::string payload);
   void PostLinkDown(size_t shard);
-  void PostReannounce(size_t shard);
+  // On its own thread (a link's fan-out, GatheredPosts::FanOut): the link to
+  // shard came back; announce the tab again if its account is there.
+  void Reannounce(size_t shard);
+  boost::asio::any_io_executor executor() { return socket_.get_executor(); }
   // The router shard of its account once that is known (it never changes
   // after; set before the tab is registered), kNoShard before; any thread. A link's fan-out skips the tabs of
   // other shards without a hand-over each: with S shards a link that comes

@@ -114,13 +114,10 @@ void TabSession::PostLinkDown(size_t shard) {
   });
 }
 
-void TabSession::PostReannounce(size_t shard) {
-  GatheredPosts::Post(socket_.get_executor(), [self = shared_from_this(), shard] {
-    if (self->announced_ && self->phase_ != State::kClosing &&
-        self->shard() == shard) {
-      self->Announce();
-    }
-  });
+void TabSession::Reannounce(size_t shard) {
+  if (announced_ && phase_ != State::kClosing && this->shard() == shard) {
+    Announce();
+  }
 }
 
 void TabSession::PostGoingAway() {

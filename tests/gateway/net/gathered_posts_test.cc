@@ -150,15 +150,19 @@ TEST(GatheredPostsTest, PostNowGoesAtOnceInsideAScopeAheadOfWhatFollows) {
   EXPECT_EQ(ran, (std::vector<std::string>{"event", "end", "gathered"}));
 }
 
+// A fan-out of n visits on io's thread, each noted as label.
+void FanOut(boost::asio::io_context& io, size_t n, std::vector<std::string>& ran,
+            std::string label) {
+  GatheredPosts::PostSteps(io.get_executor(), [&ran, label, left = n]() mutable {
+    ran.push_back(label);
+    return --left == 0;
+  });
+}
+
 TEST(GatheredPostsTest, ACallsWorkOvertakesAFanOutThatWaits) {
   boost::asio::io_context io;
   std::vector<std::string> ran;
-  {
-    GatheredPosts link_back(GatheredPosts::Lane::kFanOut);
-    for (size_t i = 0; i < 3 * GatheredPosts::kSlice; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("re-announce"); });
-    }
-  }
+  FanOut(io, 3 * GatheredPosts::kSlice, ran, "re-announce");
   EXPECT_EQ(io.poll_one(), 1u);  // the first slice of the fan-out
   ASSERT_EQ(ran.size(), GatheredPosts::kSlice);
   // A call delivered now runs in the next turn, ahead of the fan-out's rest.
@@ -178,12 +182,7 @@ TEST(GatheredPostsTest, ALinksEndStaysAheadOfTheNextLinksCallsWhileReannouncemen
   boost::asio::io_context io;
   std::vector<std::string> ran;
   { GatheredPosts link_a_ends; GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("a ends"); }); }
-  {
-    GatheredPosts link_b_back(GatheredPosts::Lane::kFanOut);
-    for (size_t i = 0; i < 2 * GatheredPosts::kSlice; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("re-announce"); });
-    }
-  }
+  FanOut(io, 2 * GatheredPosts::kSlice, ran, "re-announce");
   { GatheredPosts link_b_ends; GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("b ends"); }); }
   GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("c delivers"); });
   io.poll();
@@ -197,18 +196,8 @@ TEST(GatheredPostsTest, FanOutsKeepTheirOrderAmongThemselves) {
   boost::asio::io_context io;
   std::vector<std::string> ran;
   constexpr size_t kTabs = GatheredPosts::kSlice + 5;
-  {
-    GatheredPosts shard_0_back(GatheredPosts::Lane::kFanOut);
-    for (size_t i = 0; i < kTabs; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("shard 0"); });
-    }
-  }
-  {
-    GatheredPosts shard_1_back(GatheredPosts::Lane::kFanOut);
-    for (size_t i = 0; i < kTabs; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ran.push_back("shard 1"); });
-    }
-  }
+  FanOut(io, kTabs, ran, "shard 0");
+  FanOut(io, kTabs, ran, "shard 1");
   io.poll();
   ASSERT_EQ(ran.size(), 2 * kTabs);
   for (size_t i = 0; i < kTabs; ++i) {
@@ -219,25 +208,58 @@ TEST(GatheredPostsTest, FanOutsKeepTheirOrderAmongThemselves) {
 
 TEST(GatheredPostsTest, AFanOutGoesOnWhileCallsKeepComing) {
   boost::asio::io_context io;
-  size_t fan_out = 0;
+  std::vector<std::string> ran;
   size_t calls = 0;
-  {
-    GatheredPosts link_back(GatheredPosts::Lane::kFanOut);
-    for (size_t i = 0; i < 100; ++i) {
-      GatheredPosts::Post(io.get_executor(), [&] { ++fan_out; });
-    }
-  }
+  FanOut(io, 100, ran, "re-announce");
   // A load that hands a thread more than a slice of calls' work every turn.
-  for (int turn = 1; turn <= 3; ++turn) {
+  for (size_t turn = 1; turn <= 3; ++turn) {
     for (size_t i = 0; i < 2 * GatheredPosts::kSlice; ++i) {
       GatheredPosts::Post(io.get_executor(), [&] { ++calls; });
     }
     EXPECT_EQ(io.poll_one(), 1u);
-    EXPECT_EQ(fan_out, turn * GatheredPosts::kFanOutFloor);
+    EXPECT_EQ(ran.size(), turn * GatheredPosts::kFanOutFloor);
   }
   io.poll();
-  EXPECT_EQ(fan_out, 100u);
+  EXPECT_EQ(ran.size(), 100u);
   EXPECT_EQ(calls, 6 * GatheredPosts::kSlice);
+}
+
+// A session of a thread of its own, for FanOut.
+struct FakeSession {
+  boost::asio::io_context& io;
+  int visits = 0;
+  boost::asio::any_io_executor executor() { return io.get_executor(); }
+};
+
+TEST(GatheredPostsTest, AFanOutVisitsEachSessionOnItsOwnThreadAndLetsItGo) {
+  boost::asio::io_context a;
+  boost::asio::io_context b;
+  std::vector<std::shared_ptr<FakeSession>> sessions;
+  for (int i = 0; i < 5; ++i) {
+    sessions.push_back(std::make_shared<FakeSession>(FakeSession{i % 2 == 0 ? a : b}));
+  }
+  std::weak_ptr<FakeSession> first = sessions[0];
+  std::vector<std::shared_ptr<FakeSession>> watched = sessions;
+  std::vector<std::pair<FakeSession*, boost::asio::io_context*>> seen;
+  boost::asio::io_context* running = nullptr;
+  GatheredPosts::FanOut(std::move(sessions), [&](FakeSession& session) {
+    ++session.visits;
+    seen.emplace_back(&session, running);
+  });
+  watched[0].reset();
+  EXPECT_FALSE(first.expired());  // held until its visit
+  running = &a;
+  EXPECT_EQ(a.poll(), 1u);  // one handler: its three sessions in a turn
+  running = &b;
+  EXPECT_EQ(b.poll(), 1u);
+  ASSERT_EQ(seen.size(), 5u);
+  for (auto [session, thread] : seen) {
+    EXPECT_EQ(&session->io, thread);  // each on its own thread
+  }
+  for (size_t i = 1; i < watched.size(); ++i) {
+    EXPECT_EQ(watched[i]->visits, 1) << i;
+  }
+  EXPECT_TRUE(first.expired());  // and let go
 }
 
 TEST(GatheredPostsTest, AnItemsCapturesGoOnceItRan) {
