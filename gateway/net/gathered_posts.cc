@@ -1,5 +1,7 @@
 #include "gateway/net/gathered_posts.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <deque>
 #include <utility>
@@ -83,13 +85,22 @@ class Mailbox final : public asio::execution_context::service {
   void Drain() {
     size_t ran = RunFrom(calls_, GatheredPosts::kSlice);
     RunFrom(fan_outs_, std::max(GatheredPosts::kSlice - ran, GatheredPosts::kFanOutFloor));
+    bool fanning_out;
     {
       absl::MutexLock lock(&mu_);
-      if (calls_.Exhausted() && calls_.queued.empty() && fan_outs_.Exhausted() &&
-          fan_outs_.queued.empty()) {
+      fanning_out = !fan_outs_.Exhausted() || !fan_outs_.queued.empty();
+      if (calls_.Exhausted() && calls_.queued.empty() && !fanning_out) {
         draining_ = false;
         return;
       }
+    }
+    if (fanning_out) {
+      // A fan-out is background work: between its turns the thread lets the
+      // host's other runnable processes go first. Under SCHED_BATCH (as the
+      // services run on one host) a woken router shard does not preempt it,
+      // and waited out its whole slice, milliseconds, with a call in hand.
+      // With nothing else runnable this returns at once.
+      sched_yield();
     }
     PostDrain();  // the rest after the sockets that are ready meanwhile
   }
