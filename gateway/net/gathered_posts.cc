@@ -34,7 +34,7 @@ enum class Lane {
 // One per io_context (an Asio service, so it lives as long as the context).
 // Any thread appends; one drain handler at a time runs the work on the
 // context's thread, a slice per handler: the calls' lane first, then the
-// fan-outs' in what is left of the slice (at least kFanOutFloor items).
+// fan-outs' visits in what is left of the slice (at least kFanOutFloor).
 class Mailbox final : public asio::execution_context::service {
  public:
   static asio::execution_context::id id;
@@ -120,9 +120,10 @@ class Mailbox final : public asio::execution_context::service {
         queue.current = std::move(queue.queued.front());
         queue.queued.pop_front();
       }
-      // Destroyed once run: what it holds (a session, a payload) goes now, not
-      // with the rest of its batch. It may append to this mailbox (its own
-      // thread posting): not to current.
+      // Destroyed once run (a fan-out once its last visit is made): what it
+      // holds (a session, a payload) goes now, not with the rest of its batch.
+      // It may append to this mailbox (its own thread posting): not to current,
+      // so the reference stays good while it runs.
       Item& item = queue.current[queue.next];
       if (auto* step = std::get_if<GatheredPosts::Step>(&item)) {
         if ((*step)()) {  // a fan-out's visit: it stays first until its last

@@ -262,6 +262,27 @@ TEST(GatheredPostsTest, AFanOutVisitsEachSessionOnItsOwnThreadAndLetsItGo) {
   EXPECT_TRUE(first.expired());  // and let go
 }
 
+TEST(GatheredPostsTest, AFanOutLetsEachSessionGoOnceVisitedAndAllWithItsThread) {
+  auto io = std::make_unique<boost::asio::io_context>();
+  constexpr size_t kSessions = 2 * GatheredPosts::kSlice + 3;
+  std::vector<std::shared_ptr<FakeSession>> sessions;
+  std::vector<std::weak_ptr<FakeSession>> watched;
+  for (size_t i = 0; i < kSessions; ++i) {
+    sessions.push_back(std::make_shared<FakeSession>(FakeSession{*io}));
+    watched.push_back(sessions.back());
+  }
+  GatheredPosts::FanOut(std::move(sessions), [](FakeSession& session) { ++session.visits; });
+  EXPECT_EQ(io->poll_one(), 1u);  // a turn: one slice of visits
+  for (size_t i = 0; i < kSessions; ++i) {
+    // The visited ones are let go now, not when the fan-out ends.
+    EXPECT_EQ(watched[i].expired(), i < GatheredPosts::kSlice) << i;
+  }
+  io.reset();  // the thread goes with a fan-out half done: its sessions with it
+  for (size_t i = 0; i < kSessions; ++i) {
+    EXPECT_TRUE(watched[i].expired()) << i;
+  }
+}
+
 TEST(GatheredPostsTest, AnItemsCapturesGoOnceItRan) {
   boost::asio::io_context io;
   auto session = std::make_shared<int>(7);

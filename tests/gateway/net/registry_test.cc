@@ -50,12 +50,18 @@ TEST(RegistryTest, WithAKeyFindsThatKeysLiveSessionsOnly) {
   EXPECT_EQ(*registry.WithKey(session_b)[0], 3);
   EXPECT_TRUE(registry.WithKey(RegistryKey("session c")).empty());
 
-  // A removed session leaves its key's list; a gone one is not handed out.
+  // A removed session leaves its key's list, and only it.
   of_a.clear();
   registry.Remove(get_a_id);
+  of_a = registry.WithKey(session_a);
+  ASSERT_EQ(of_a.size(), 1u);
+  EXPECT_EQ(*of_a[0], 2);
+  registry.Remove(get_a_id);  // twice: nothing happens
+  EXPECT_EQ(registry.WithKey(session_a).size(), 1u);
+  // A gone one is not handed out.
+  of_a.clear();
   listen_a.reset();
   EXPECT_TRUE(registry.WithKey(session_a).empty());
-  registry.Remove(get_a_id);  // twice: nothing happens
   EXPECT_EQ(registry.Snapshot().size(), 2u);  // session b's stream and the tab
 }
 
