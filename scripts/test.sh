@@ -25,7 +25,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELAY_SANITIZE=ON \
 # fault suite: kills, resets and partitions reach paths no other test does.
 if ! cmake --build build-asan -j2 --target relay-gateway relay-router relay-authsvc relayctl \
     gateway_tab_writer_test gateway_tab_reader_test gateway_close_lingering_test gateway_request_reader_test gateway_lasting_calls_test common_link_endpoint_test common_link_socket_test relay_in_process_test \
-    common_slab_pool_test \
+    common_slab_pool_test gateway_gathered_posts_test \
     >build-asan/build.log 2>&1; then
   tail -n 60 build-asan/build.log
   echo "test: the sanitizer build failed; the whole log is build-asan/build.log"
@@ -37,7 +37,7 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:quarantine_size_mb=16
 export UBSAN_OPTIONS=print_stacktrace=1
 ctest --test-dir build-asan --output-on-failure --timeout 900 \
-  -R '^(e2e_|conformance$|faults$|gateway_tab_writer_test$|gateway_tab_reader_test$|gateway_close_lingering_test$|gateway_request_reader_test$|gateway_lasting_calls_test$|common_link_endpoint_test$|common_link_socket_test$|relay_in_process_test$|common_slab_pool_test$)'
+  -R '^(e2e_|conformance$|faults$|gateway_tab_writer_test$|gateway_tab_reader_test$|gateway_close_lingering_test$|gateway_request_reader_test$|gateway_lasting_calls_test$|common_link_endpoint_test$|common_link_socket_test$|relay_in_process_test$|common_slab_pool_test$|gateway_gathered_posts_test$)'
 # The fault suite's figures (its seed, faults by kind, errors, cancellations, the latency).
 if [[ -f build/faults-last.log ]]; then
   echo "test: the fault suite's figures (tests/faults/, scripts/faults.sh, on build-asan/):"
