@@ -14,6 +14,13 @@
 
 namespace relay::gateway {
 
+// A registry key for what a session is for (a stream's agent session id):
+// never 0, which stands for none.
+inline uint64_t RegistryKey(absl::string_view of) {
+  uint64_t key = absl::Hash<absl::string_view>{}(of);
+  return key == 0 ? 1 : key;
+}
+
 // Live sessions of one kind by id, holding weak_ptrs: a session lives as long
 // as its own pending operations, and the registry never keeps it alive.
 // Thread-safe; snapshots are taken under the lock and used after it.
@@ -27,13 +34,6 @@ namespace relay::gateway {
 // session's id), by which WithKey finds it without visiting the others: every
 // gateway hears of every session's end, and a gateway holding 12,000 streams
 // handed each of them an item for every one.
-// A registry key for what a session is for (a stream's agent session id):
-// never 0, which stands for none.
-inline uint64_t RegistryKey(absl::string_view of) {
-  uint64_t key = absl::Hash<absl::string_view>{}(of);
-  return key == 0 ? 1 : key;
-}
-
 template <typename T>
 class Registry {
  public:
